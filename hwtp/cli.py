@@ -1,0 +1,58 @@
+"""The ``hwtp`` command line: a click group whose commands live in :mod:`hwtp.commands`.
+
+Commands parse options, call one library function and print. Errors are mapped to one-line
+messages and exit codes here, once (DESIGN.md, "Exit codes and errors").
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from hwtp import __version__
+from hwtp.commands import register
+from hwtp.errors import EXIT_INPUT, HwtpError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="hwtp")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks and debug output.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
+    """hwtp: hardware test plans, mutants, rewards and GRPO-SMu advantages."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+
+
+register(cli)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script: run the CLI and map errors to exit codes."""
+    args = sys.argv[1:] if argv is None else argv
+    verbose = "-v" in args or "--verbose" in args
+    try:
+        rv = cli.main(args=args, prog_name="hwtp", standalone_mode=False)
+    except HwtpError as exc:
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"hwtp: error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("hwtp: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_INPUT if exc.exit_code == 2 else exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("hwtp: interrupted", err=True)
+        return 130
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Click commands, one module per stage; :func:`register` adds them all to the group."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# (module, attribute) of every command; each module owns the commands of one stage.
+_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("hwtp.commands.doctor", "doctor"),
+    ("hwtp.commands.designs", "designs"),
+    ("hwtp.commands.schema", "schema"),
+    ("hwtp.commands.sim", "sim"),
+)
+
+
+def register(group: click.Group) -> None:
+    """Add every command of :data:`_COMMANDS` to ``group``."""
+    for module_name, attr in _COMMANDS:
+        module = importlib.import_module(module_name)
+        group.add_command(getattr(module, attr))

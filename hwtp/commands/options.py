@@ -1,0 +1,58 @@
+"""Options shared by commands that take a design (``--top``, ``--clock``, ``--reset``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from hwtp.design import Clock, Design, Reset, load_design
+from hwtp.errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def design_options(func: F) -> F:
+    """Add ``--top/--clock/--reset`` for designs given as a bare Verilog file."""
+    func = click.option("--reset", "reset_spec", metavar="PORT[:low|high[:CYCLES]]",
+                        help="Bare file: reset port, active level (default low) and cycles (default 2).")(func)
+    func = click.option("--clock", "clock_spec", metavar="PORT[:PERIOD_NS]",
+                        help="Bare file: clock port and period (default 10 ns); 'none' for combinational.")(func)
+    func = click.option("--top", help="Bare file: the top module (needed when the file has several).")(func)
+    return func
+
+
+def parse_clock(spec: str | None) -> Clock | None:
+    if not spec:
+        return None
+    port, _, period = spec.partition(":")
+    try:
+        return Clock(port, float(period) if period else 10.0)
+    except ValueError:
+        raise ConfigError(f"--clock {spec!r}: period must be a number of ns, e.g. clk:10") from None
+
+
+def parse_reset(spec: str | None) -> Reset | None:
+    if not spec:
+        return None
+    parts = spec.split(":")
+    active = parts[1] if len(parts) > 1 and parts[1] else "low"
+    if active not in ("low", "high"):
+        raise ConfigError(f"--reset {spec!r}: active level must be 'low' or 'high'")
+    try:
+        cycles = int(parts[2]) if len(parts) > 2 else 2
+    except ValueError:
+        raise ConfigError(f"--reset {spec!r}: cycles must be an integer") from None
+    return Reset(parts[0], active, cycles)  # type: ignore[arg-type]
+
+
+def resolve_design(ref: str, top: str | None = None, clock_spec: str | None = None,
+                   reset_spec: str | None = None) -> Design:
+    """Load a design from a shipped name, a folder, or a bare file with the options."""
+    if clock_spec == "none":
+        from dataclasses import replace
+
+        design = load_design(ref, top=top, clock=None, reset=None)
+        return replace(design, clock=None, reset=None)
+    return load_design(ref, top=top, clock=parse_clock(clock_spec), reset=parse_reset(reset_spec))

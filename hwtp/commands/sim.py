@@ -1,0 +1,73 @@
+"""``hwtp sim``: run one test plan on one design."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hwtp.commands.options import design_options, resolve_design
+from hwtp.errors import EXIT_GATE, PlanError, SimulationError
+from hwtp.plan import load_plan_file, parse_plan
+from hwtp.simulate import simulate
+
+
+@click.command()
+@click.argument("design")
+@click.argument("plan", required=False)
+@design_options
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the report as JSON to this file ('-' for stdout).")
+@click.option("--sim", "simulator", default="verilator", show_default=True, help="Simulator backend.")
+@click.pass_context
+def sim(ctx: click.Context, design: str, plan: str | None, top: str | None, clock_spec: str | None,
+        reset_spec: str | None, json_out: Path | None, simulator: str) -> None:
+    """Run test PLAN on DESIGN (a shipped name, a design folder, or a Verilog file with --top).
+
+    PLAN defaults to the design's plans/reference.yaml; '-' reads it from stdin.
+    Exit 0 when the plan passes, 1 when it fails, 2 when the plan or design is invalid.
+    """
+    loaded = resolve_design(design, top, clock_spec, reset_spec)
+    if plan == "-":
+        parsed = parse_plan(click.get_text_stream("stdin").read(), source="<stdin>")
+    else:
+        path = Path(plan) if plan else loaded.root / "plans" / "reference.yaml"
+        if plan is None and not path.is_file():
+            raise PlanError(f"design {loaded.name} has no plans/reference.yaml; give a PLAN")
+        parsed = load_plan_file(path)
+    report = simulate(loaded, parsed, simulator=simulator)
+    if json_out is not None:
+        text = json.dumps(report.as_dict(), indent=2)
+        if str(json_out) == "-":
+            click.echo(text)
+        else:
+            json_out.write_text(text + "\n", encoding="utf-8")
+    if str(json_out) != "-":
+        _print_report(report)
+    if report.status == "error":
+        raise SimulationError(f"simulation of {loaded.name} failed: {report.reason}")
+    if not report.passed:
+        ctx.exit(EXIT_GATE)
+
+
+def _print_report(report: object) -> None:
+    from hwtp.simulate import SimReport
+
+    assert isinstance(report, SimReport)
+    for test in report.tests:
+        m = test.get("mismatch")
+        if test.get("passed"):
+            click.echo(f"  PASS  {test['name']}")
+        elif m:
+            click.echo(f"  FAIL  {test['name']}: step {m['step']}, cycle {m['cycle']}: "
+                       f"{m['port']} expected {m['expected']}, got {m['got']}")
+        else:
+            click.echo(f"  ----  {test['name']}: not run ({report.status})")
+    built = "cached build" if report.build_cached else f"built in {report.build_seconds:.1f} s"
+    passed = sum(1 for t in report.tests if t.get("passed"))
+    verdict = {"pass": "PASS", "fail": "FAIL"}.get(report.status, report.status.upper())
+    click.echo(f"{verdict}: {report.design}, {passed}/{len(report.tests)} tests passed "
+               f"({built}, simulated in {report.sim_seconds:.2f} s)")
+    if report.reason and report.status != "error":
+        click.echo(f"  reason: {report.reason}")

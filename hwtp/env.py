@@ -1,0 +1,52 @@
+"""The one place hwtp reads environment variables and default paths.
+
+Every variable hwtp honours is listed here, so messages can name it and users can find it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Overrides the build/response cache folder (default: the user cache dir).
+CACHE_DIR_VAR = "HWTP_CACHE_DIR"
+#: Points at a Verilator to use instead of the one found automatically.
+VERILATOR_VAR = "HWTP_VERILATOR"
+#: Default variable holding the API key of an OpenAI-compatible endpoint.
+DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
+
+
+def get(name: str) -> str | None:
+    """Return the value of environment variable ``name``, or None when unset or empty."""
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def cache_dir() -> Path:
+    """The root cache folder: ``$HWTP_CACHE_DIR``, else ``$XDG_CACHE_HOME/hwtp``, else ``~/.cache/hwtp``."""
+    explicit = get(CACHE_DIR_VAR)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "hwtp"
+
+
+def api_key(var: str = DEFAULT_API_KEY_VAR) -> str | None:
+    """The API key held in environment variable ``var`` (never logged or stored)."""
+    return get(var)
+
+
+def path_entries() -> list[str]:
+    """The entries of ``$PATH``."""
+    return [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+
+
+def base_environment() -> dict[str, str]:
+    """A copy of the process environment, for building a subprocess environment."""
+    return dict(os.environ)
+
+#: Set by the host for the simulator process: path of the job file the harness runs.
+JOB_VAR = "HWTP_JOB"
+#: Set by the host for the simulator process: path of the JSON-lines results file.
+RESULTS_VAR = "HWTP_RESULTS"

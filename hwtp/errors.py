@@ -1,0 +1,58 @@
+"""The one error hierarchy of hwtp.
+
+Library code raises these (third-party errors are re-raised ``from exc``); the CLI maps them
+once, in :func:`hwtp.cli.main`, to a one-line message and an exit code (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE = 1
+EXIT_INPUT = 2
+EXIT_TOOLCHAIN = 3
+
+
+class HwtpError(Exception):
+    """Base of every error hwtp raises on purpose. ``exit_code`` is what the CLI returns."""
+
+    exit_code: int = EXIT_INPUT
+
+
+class DesignError(HwtpError):
+    """A design (manifest, sources, RTL) is missing, malformed or does not parse."""
+
+
+class PlanError(HwtpError):
+    """A test plan is malformed or does not fit the design's ports."""
+
+
+class MutantError(HwtpError):
+    """A mutant directory or mutation request is malformed."""
+
+
+class ScoreError(HwtpError):
+    """Scores or their inputs are malformed."""
+
+
+class ConfigError(HwtpError):
+    """A configuration value or combination of options is invalid."""
+
+
+class PolicyError(HwtpError):
+    """A policy (LLM endpoint, replay source) failed or is misconfigured."""
+
+
+class StoreError(HwtpError):
+    """The run store is corrupt, foreign, locked or inconsistent with the request."""
+
+
+class ToolchainError(HwtpError):
+    """The simulator toolchain is missing, too old or broken."""
+
+    exit_code = EXIT_TOOLCHAIN
+
+
+class SimulationError(HwtpError):
+    """A simulator process crashed or produced no result."""
+
+    exit_code = EXIT_TOOLCHAIN

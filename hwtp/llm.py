@@ -1,0 +1,640 @@
+"""Async client for OpenAI-compatible chat endpoints (vLLM, SGLang, llama.cpp, OpenAI, ...).
+
+:class:`ChatClient` posts to ``{endpoint}/chat/completions`` over an injectable ``httpx``
+client or transport. It asks for ``n`` samples in one request and, when the server rejects
+``n > 1`` or returns fewer choices than asked, falls back to parallel single requests (and
+remembers that for the rest of the client's life). Transient failures (429, 500, 502, 503, 504,
+connection and read errors, timeouts, unparsable or empty responses) are retried with
+exponential backoff and full jitter, honouring ``Retry-After``; other 4xx fail at once with the
+server's message. ``finish_reason: length`` is not an error: the truncated text comes back with
+its finish reason. With a :class:`hwtp.cache.ResponseCache`, cached samples are returned without
+a request and each received sample is stored as soon as it arrives.
+
+The API key is read from the environment (:func:`hwtp.env.api_key`) and goes only into the
+``Authorization`` header: it is never logged, put in an exception or repr, or cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import functools
+import logging
+import random
+import re
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from hwtp import env
+from hwtp.cache import ResponseCache, cache_key
+from hwtp.errors import ConfigError, HwtpError, PolicyError
+
+log = logging.getLogger("hwtp.llm")
+
+#: HTTP statuses retried with backoff.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: Server error text kept in exception messages (characters).
+ERROR_TEXT_MAX = 300
+_RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+_MENTIONS_N = re.compile(r"(?<![A-Za-z0-9_])n(?![A-Za-z0-9_])")
+
+Message = Mapping[str, Any]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling parameters sent with every request (``None``/empty ones are left out)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int | None = None
+    #: With ``n`` single requests, sample ``i`` is sent ``seed + i``.
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    #: Default number of samples per prompt (``ChatClient.complete(n=...)`` overrides it).
+    n: int = 1
+    #: OpenAI ``response_format`` for structured output, e.g. a ``json_schema`` object.
+    response_format: Mapping[str, Any] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stop", tuple(self.stop))
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be >= 1 or None, got {self.max_tokens}")
+        if self.n < 1:
+            raise ConfigError(f"n must be >= 1, got {self.n}")
+
+    def body(self) -> dict[str, Any]:
+        """The request fields these parameters set, without ``n`` (also the cache identity)."""
+        out: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p}
+        if self.max_tokens is not None:
+            out["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.stop:
+            out["stop"] = list(self.stop)
+        if self.response_format is not None:
+            out["response_format"] = dict(self.response_format)
+        return out
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Where and how to reach an OpenAI-compatible endpoint. Times are in seconds."""
+
+    #: Base URL including the API prefix, e.g. ``http://127.0.0.1:8000/v1``.
+    endpoint: str
+    model: str
+    #: Environment variable holding the API key; unset or empty means no Authorization header.
+    api_key_env: str = env.DEFAULT_API_KEY_VAR
+    connect_timeout: float = 10.0
+    #: Longest wait for the next bytes of a response (generation can be slow).
+    read_timeout: float = 300.0
+    #: Retries after the first attempt of each HTTP request.
+    max_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    #: Longest wait a ``Retry-After`` header can impose.
+    retry_after_max: float = 120.0
+    #: HTTP requests in flight at once.
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        try:
+            url = httpx.URL(self.endpoint) if "://" in self.endpoint else None
+        except httpx.InvalidURL:
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            raise ConfigError(
+                f"endpoint must be an http(s) base URL such as http://127.0.0.1:8000/v1, "
+                f"got {redact_url(self.endpoint)!r}"
+            )
+        if not self.model:
+            raise ConfigError("model must be set (the name the endpoint serves)")
+        for name in ("connect_timeout", "read_timeout", "retry_after_max"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.backoff_base < 0 or self.backoff_max < 0:
+            raise ConfigError("backoff_base and backoff_max must be >= 0")
+        if self.max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one HTTP request, which produced ``choices`` completions."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    choices: int = 1
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sample.
+
+    ``usage`` is recorded once per request: on the lowest-index completion a request produced,
+    covering all ``usage.choices`` of them; the others have ``usage=None``. Summing the
+    ``usage`` of completions therefore counts every request exactly once. ``latency_s`` is the
+    time of the successful HTTP attempt. ``from_cache`` completions carry their original usage.
+    """
+
+    text: str
+    finish_reason: str | None
+    index: int
+    usage: Usage | None
+    latency_s: float
+    model: str
+    request_id: str | None
+    from_cache: bool = False
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One prompt for :meth:`ChatClient.complete_many`; ``n=None`` means ``params.n``."""
+
+    messages: Sequence[Message]
+    params: SamplingParams = field(default_factory=SamplingParams)
+    n: int | None = None
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """What one :class:`ChatRequest` gave: its completions, and the error if it failed.
+
+    On failure ``completions`` still holds the samples received before the error.
+    """
+
+    completions: tuple[Completion, ...]
+    error: HwtpError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class PartialCompletionsError(PolicyError):
+    """Some samples of a prompt failed; ``completions`` holds those that were received."""
+
+    def __init__(self, message: str, completions: Sequence[Completion]) -> None:
+        super().__init__(message)
+        self.completions = tuple(completions)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user info, query or fragment (safe for messages and logs)."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "<invalid URL>"
+    return str(parsed.copy_with(username=None, password=None, query=None, fragment=None))
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait according to a ``Retry-After`` header value, or None if unusable.
+
+    Accepts delta-seconds (fractions too, beyond RFC 9110) and HTTP dates; past dates give 0.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)]."""
+    return rng.uniform(0.0, min(cap, base * 2.0 ** min(attempt, 60)))
+
+
+def retry_delay(
+    attempt: int, config: ClientConfig, retry_after: float | None, rng: random.Random
+) -> float:
+    """The wait before retry ``attempt + 1``: the backoff, but never less than ``Retry-After``
+    (itself capped at ``config.retry_after_max``)."""
+    delay = backoff_delay(attempt, config.backoff_base, config.backoff_max, rng)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, config.retry_after_max))
+    return delay
+
+
+class _Transient(Exception):
+    """A failure worth retrying."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class _NRejected(Exception):
+    """The server refused ``n > 1``."""
+
+
+@dataclass(frozen=True)
+class _Reply:
+    choices: tuple[tuple[str, str | None], ...]  # (text, finish_reason), by choice index
+    usage: Usage | None
+    model: str
+    request_id: str | None
+    latency_s: float
+
+
+class ChatClient:
+    """Async chat client of one endpoint; use as ``async with ChatClient(config) as client``.
+
+    ``client`` (an ``httpx.AsyncClient``, not closed here) or ``transport`` may be injected;
+    otherwise a client sized to ``config.concurrency`` is created and closed on exit.
+    ``refresh=True`` ignores cached samples but still stores (replaces) the new ones.
+    ``rng`` and ``sleep`` are for tests (jitter, waiting).
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        cache: ResponseCache | None = None,
+        refresh: bool = False,
+        rng: random.Random | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        if client is not None and transport is not None:
+            raise ConfigError("give ChatClient either client or transport, not both")
+        self.config = config
+        self._cache = cache
+        self._refresh = refresh
+        self._rng = rng or random.Random()  # noqa: S311 (jitter, not cryptography)
+        self._sleep = sleep
+        self._secret = env.api_key(config.api_key_env)
+        self._headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        self._timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(
+            transport=transport,
+            verify=_ssl_context(),
+            timeout=self._timeout,
+            limits=httpx.Limits(
+                max_connections=config.concurrency, max_keepalive_connections=config.concurrency
+            ),
+        )
+        base = httpx.URL(config.endpoint)
+        self._url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
+        self._where = redact_url(str(self._url))
+        self._cache_endpoint = redact_url(config.endpoint).rstrip("/")
+        self._semaphore = asyncio.Semaphore(config.concurrency)
+        #: False once the endpoint refused ``n > 1`` or returned fewer choices than asked.
+        self.supports_n = True
+
+    def __repr__(self) -> str:
+        return f"ChatClient(endpoint={self._where!r}, model={self.config.model!r})"
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        params: SamplingParams | None = None,
+        n: int | None = None,
+    ) -> list[Completion]:
+        """``n`` samples (default ``params.n``) for ``messages``, ordered by sample index.
+
+        Raises :class:`PolicyError`; when some samples arrived before the failure it is a
+        :class:`PartialCompletionsError` carrying them (they are cached too, if caching).
+        """
+        params = params or SamplingParams()
+        count = params.n if n is None else n
+        if count < 1:
+            raise ConfigError(f"n must be >= 1, got {count}")
+        msgs = [dict(m) for m in messages]
+        keys = [self._key(msgs, params, i) for i in range(count)] if self._cache is not None else []
+        found: dict[int, Completion] = {}
+        if self._cache is not None and not self._refresh:
+            for i, key in enumerate(keys):
+                cached = _from_cache(self._cache.get(key))
+                if cached is not None:
+                    found[i] = cached
+        missing = [i for i in range(count) if i not in found]
+        if missing:
+            log.debug("%s: %d cached, requesting %d", self._where, len(found), len(missing))
+            try:
+                await self._fetch(msgs, params, missing, found, keys)
+            except PolicyError as exc:
+                if not found:
+                    raise
+                got = [found[i] for i in sorted(found)]
+                raise PartialCompletionsError(
+                    f"{exc} ({len(got)} of {count} samples received)", got
+                ) from exc
+        return [found[i] for i in range(count)]
+
+    async def complete_many(self, requests: Sequence[ChatRequest]) -> list[RequestResult]:
+        """Run every request concurrently; one result per request, in order, never raising
+        for a failed request (its error and any samples it received are in its result)."""
+
+        async def one(request: ChatRequest) -> RequestResult:
+            try:
+                got = await self.complete(request.messages, request.params, request.n)
+            except PartialCompletionsError as exc:
+                return RequestResult(exc.completions, exc)
+            except HwtpError as exc:
+                return RequestResult((), exc)
+            return RequestResult(tuple(got))
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
+
+    def _key(self, msgs: list[dict[str, Any]], params: SamplingParams, index: int) -> str:
+        return cache_key(
+            {
+                "endpoint": self._cache_endpoint,
+                "model": self.config.model,
+                "messages": msgs,
+                "params": params.body(),
+                "index": index,
+            }
+        )
+
+    async def _fetch(
+        self,
+        msgs: list[dict[str, Any]],
+        params: SamplingParams,
+        missing: list[int],
+        found: dict[int, Completion],
+        keys: list[str],
+    ) -> None:
+        if len(missing) > 1 and self.supports_n:
+            try:
+                reply = await self._request(msgs, params, len(missing), missing[0])
+            except _NRejected as exc:
+                self.supports_n = False
+                log.info(
+                    "%s refused n=%d (%s); using single requests", self._where, len(missing), exc
+                )
+            else:
+                self._record(reply, missing, found, keys)
+                if len(reply.choices) < len(missing):
+                    self.supports_n = False
+                    log.info(
+                        "%s returned %d of %d choices; using single requests",
+                        self._where,
+                        len(reply.choices),
+                        len(missing),
+                    )
+                missing = [i for i in missing if i not in found]
+        singles = [self._single(msgs, params, i, found, keys) for i in missing]
+        errors = [
+            r for r in await asyncio.gather(*singles, return_exceptions=True) if r is not None
+        ]
+        for error in errors:
+            if not isinstance(error, PolicyError):
+                raise error
+        if errors:
+            raise errors[0]
+
+    async def _single(
+        self,
+        msgs: list[dict[str, Any]],
+        params: SamplingParams,
+        index: int,
+        found: dict[int, Completion],
+        keys: list[str],
+    ) -> None:
+        reply = await self._request(msgs, params, 1, index)
+        self._record(reply, [index], found, keys)
+
+    def _record(
+        self, reply: _Reply, indices: list[int], found: dict[int, Completion], keys: list[str]
+    ) -> None:
+        for pos, (index, (text, finish)) in enumerate(zip(indices, reply.choices, strict=False)):
+            completion = Completion(
+                text=text,
+                finish_reason=finish,
+                index=index,
+                usage=reply.usage if pos == 0 else None,
+                latency_s=reply.latency_s,
+                model=reply.model,
+                request_id=reply.request_id,
+            )
+            found[index] = completion
+            if self._cache is not None:
+                value = asdict(completion)
+                del value["from_cache"]
+                self._cache.put(keys[index], value, replace=self._refresh)
+
+    async def _request(
+        self, msgs: list[dict[str, Any]], params: SamplingParams, n: int, first: int
+    ) -> _Reply:
+        body: dict[str, Any] = {"model": self.config.model, "messages": msgs, **params.body()}
+        if params.seed is not None:
+            body["seed"] = params.seed + first
+        if n > 1:
+            body["n"] = n
+        attempts = self.config.max_retries + 1
+        last = "no attempt made"
+        for attempt in range(attempts):
+            try:
+                return await self._attempt(body, n)
+            except _Transient as exc:
+                last = exc.reason
+                if attempt + 1 == attempts:
+                    break
+                delay = retry_delay(attempt, self.config, exc.retry_after, self._rng)
+                log.warning(
+                    "%s: %s; retry %d of %d in %.2f s",
+                    self._where,
+                    last,
+                    attempt + 1,
+                    self.config.max_retries,
+                    delay,
+                )
+                await self._sleep(delay)
+        raise PolicyError(f"{self._where}: gave up after {attempts} attempts; last error: {last}")
+
+    async def _attempt(self, body: dict[str, Any], n: int) -> _Reply:
+        async with self._semaphore:
+            start = time.perf_counter()
+            try:
+                response = await self._client.post(
+                    self._url, json=body, headers=self._headers, timeout=self._timeout
+                )
+            except _RETRY_ERRORS as exc:
+                raise _Transient(f"{type(exc).__name__} {self._scrub(str(exc))}".strip()) from None
+            except httpx.HTTPError as exc:
+                raise PolicyError(
+                    f"{self._where}: {type(exc).__name__} {self._scrub(str(exc))}"
+                ) from None
+            latency = time.perf_counter() - start
+        status = response.status_code
+        if status in RETRY_STATUSES:
+            raise _Transient(
+                f"HTTP {status} {response.reason_phrase}: {self._error_text(response)}",
+                parse_retry_after(response.headers.get("retry-after")),
+            )
+        if not response.is_success:
+            text = self._error_text(response)
+            if n > 1 and status in (400, 422) and _MENTIONS_N.search(text):
+                raise _NRejected(f"HTTP {status}: {text}")
+            raise PolicyError(f"{self._where}: HTTP {status} {response.reason_phrase}: {text}")
+        return self._parse(response, n, latency)
+
+    def _parse(self, response: httpx.Response, n: int, latency: float) -> _Reply:
+        try:
+            data = response.json()
+        except ValueError:
+            raise _Transient("response body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise _Transient("response body is not a JSON object")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise _Transient("response has no choices")
+        parsed: list[tuple[int, str, str | None]] = []
+        for pos, choice in enumerate(choices[:n]):
+            message = choice.get("message") if isinstance(choice, dict) else None
+            content = message.get("content") if isinstance(message, dict) else None
+            finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+            if content is None and finish == "length":
+                content = ""  # cut off before any content (e.g. while reasoning)
+            if not isinstance(content, str):
+                raise _Transient(f"choice {pos} has no message content")
+            index = choice.get("index", pos)
+            parsed.append(
+                (
+                    index if isinstance(index, int) else pos,
+                    content,
+                    finish if isinstance(finish, str) else None,
+                )
+            )
+        parsed.sort(key=lambda item: item[0])
+        return _Reply(
+            choices=tuple((text, finish) for _, text, finish in parsed),
+            usage=_usage(data.get("usage"), len(parsed)),
+            model=str(data.get("model") or self.config.model),
+            request_id=str(data["id"]) if data.get("id") is not None else None,
+            latency_s=latency,
+        )
+
+    def _error_text(self, response: httpx.Response) -> str:
+        """The server's error message (JSON ``error.message``/``message``/``detail`` or the raw
+        body), without the API key, truncated."""
+        text = response.text
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            error = data.get("error")
+            if isinstance(error, dict) and error.get("message"):
+                text = str(error["message"])
+            elif isinstance(error, str) and error:
+                text = error
+            elif data.get("message"):
+                text = str(data["message"])
+            elif data.get("detail"):
+                text = str(data["detail"])
+        text = self._scrub(" ".join(text.split()))
+        if len(text) > ERROR_TEXT_MAX:
+            text = text[:ERROR_TEXT_MAX] + "..."
+        return text or "(empty body)"
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the API key and the endpoint's password removed."""
+        for secret in (self._secret, httpx.URL(self.config.endpoint).password):
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """httpx's default TLS context, built once: loading the CA bundle takes ~0.1 s."""
+    return httpx.create_ssl_context()
+
+
+def _usage(raw: object, choices: int) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, choices=choices)
+
+
+def _from_cache(value: dict[str, Any] | None) -> Completion | None:
+    if value is None:
+        return None
+    try:
+        usage = Usage(**value["usage"]) if value.get("usage") else None
+        return Completion(**{**value, "usage": usage, "from_cache": True})
+    except (TypeError, KeyError):
+        log.warning("ignoring a cached completion of an unknown layout")
+        return None
+
+
+def complete_many(
+    config: ClientConfig,
+    requests: Sequence[ChatRequest],
+    *,
+    cache: ResponseCache | None = None,
+    refresh: bool = False,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[RequestResult]:
+    """Synchronous convenience: run ``requests`` concurrently (up to ``config.concurrency``
+    HTTP requests in flight) and return one :class:`RequestResult` per request, in order.
+
+    A failed request does not lose anything: its result holds the error and whatever samples
+    it received, every other request's samples are returned, and with a ``cache`` every
+    received sample is already stored (a rerun requests only what is missing).
+    Must not be called from a running event loop (use :meth:`ChatClient.complete_many`).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise ConfigError(
+            "complete_many() cannot run inside an event loop; "
+            "await ChatClient.complete_many() instead"
+        )
+
+    async def run() -> list[RequestResult]:
+        async with ChatClient(config, transport=transport, cache=cache, refresh=refresh) as client:
+            return await client.complete_many(requests)
+
+    return asyncio.run(run())

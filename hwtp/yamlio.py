@@ -1,0 +1,116 @@
+"""Safe, bounded YAML/JSON loading that remembers where every value came from.
+
+Plans come from LLMs and manifests from users: both are untrusted. Loading is bounded in
+size, refuses YAML aliases (an alias bomb is refused at once, never expanded) and tags,
+and records the line of every mapping key and list item so errors can name them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+#: Largest document accepted (bytes). A test plan is a few kB; 1 MiB is generous.
+MAX_DOCUMENT_BYTES = 1 << 20
+
+Path_ = tuple[Any, ...]
+
+
+class YamlLoadError(ValueError):
+    """A document that cannot be loaded; ``line`` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Located:
+    """A loaded document and the 1-based line of each path (``("tests", 0, "steps", 2)``)."""
+
+    data: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+
+    def line_of(self, path: Path_) -> int | None:
+        """The line of ``path``, or of its nearest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            line = self.lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases and explicit tags outright."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise YamlLoadError(
+                "YAML aliases (*name) are not allowed", event.start_mark.line + 1
+            )
+        return super().compose_node(parent, index)
+
+
+def _walk(loader: _Loader, node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> Any:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if node.tag.startswith("!") or node.tag not in _ALLOWED_TAGS:
+        raise YamlLoadError(f"YAML tag {node.tag!r} is not allowed", node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlLoadError("mapping keys must be plain names", key_node.start_mark.line + 1)
+            key = str(key_node.value)  # keys are names: never 'on'->True, '1'->1
+            if key in out:
+                raise YamlLoadError(f"duplicate key {key!r}", key_node.start_mark.line + 1)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            out[key] = _walk(loader, value_node, (*path, key), lines)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_walk(loader, item, (*path, i), lines) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
+
+
+_ALLOWED_TAGS = {
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+}
+
+
+def load(text: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> Located:
+    """Load one YAML (or JSON) document with line positions.
+
+    >>> load("a: 1\\nb: [x, 2]").data
+    {'a': 1, 'b': ['x', 2]}
+    >>> load("a: 1\\nb: [x, 2]").lines[("b",)]
+    2
+    """
+    if len(text.encode("utf-8", errors="replace")) > max_bytes:
+        raise YamlLoadError(f"document is larger than {max_bytes} bytes")
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return Located(None, {})
+        lines: dict[Path_, int] = {}
+        data = _walk(loader, node, (), lines)
+        return Located(data, lines)
+    except YamlLoadError:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise YamlLoadError(f"{exc.problem or exc.context}", line) from exc
+    except yaml.YAMLError as exc:
+        raise YamlLoadError(str(exc)) from exc
+    finally:
+        loader.dispose()

@@ -1,0 +1,1 @@
+"""The mutation engine (installed as ``hwtp.mutators``)."""

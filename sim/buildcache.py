@@ -1,0 +1,88 @@
+"""The build cache: one simulator build per content hash, shared across runs and processes.
+
+The key covers the sources (names and text), the top module, the extra build arguments and
+the toolchain fingerprint. A build happens under an exclusive file lock; the finished
+marker is written last, so a crashed build is simply redone and two processes asking for
+the same key at once build it once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hwtp import env
+from hwtp.design import SourceFile
+from hwtp.sim.backends import Backend
+
+_MARKER = "hwtp-build.json"
+
+
+@dataclass(frozen=True)
+class Build:
+    """A finished build: where it is and what it holds."""
+
+    backend: Backend
+    path: Path
+    top: str
+    key: str
+    cached: bool
+    seconds: float
+
+
+def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, extra_args: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([backend.fingerprint(), top, list(extra_args)]).encode())
+    for src in sources:
+        h.update(f"\0{src.path}\0{len(src.text)}\0".encode())
+        h.update(src.text.encode())
+    return h.hexdigest()
+
+
+def default_root() -> Path:
+    return env.cache_dir() / "builds"
+
+
+def ensure_build(
+    backend: Backend,
+    sources: Sequence[SourceFile],
+    top: str,
+    extra_args: Sequence[str] = (),
+    root: Path | None = None,
+) -> Build:
+    """Return the build of ``sources``, building it unless the cache already has it."""
+    key = build_key(backend, sources, top, extra_args)
+    base = (root or default_root()).expanduser()
+    base.mkdir(parents=True, exist_ok=True)
+    folder = base / f"{backend.name}-{key[:24]}"
+    lock_path = base / f"{folder.name}.lock"
+    with lock_path.open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / _MARKER).is_file():
+            return Build(backend, folder, top, key, cached=True, seconds=0.0)
+        start = time.perf_counter()
+        if folder.exists():
+            shutil.rmtree(folder)  # a build that did not finish
+        src_dir = folder / "src"
+        paths = []
+        for src in sources:
+            target = src_dir / src.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(src.text, encoding="utf-8")
+            paths.append(target)
+        try:
+            backend.build(paths, top, folder, extra_args)
+        except BaseException:
+            (folder / _MARKER).unlink(missing_ok=True)
+            raise
+        seconds = time.perf_counter() - start
+        (folder / _MARKER).write_text(
+            json.dumps({"key": key, "top": top, "backend": backend.name, "seconds": seconds}), encoding="utf-8"
+        )
+        return Build(backend, folder, top, key, cached=False, seconds=seconds)

@@ -1,0 +1,218 @@
+"""The cocotb test module that executes compiled test plans inside the simulator.
+
+It runs in the simulator process (``COCOTB_TEST_MODULES=hwtp.sim.harness``). The host writes
+a job file (``$HWTP_JOB``: the design's clock/reset, the mutant selectors and a list of
+evaluations, each a mutant index and compiled tests); the harness runs every evaluation in
+order and appends one JSON line per evaluation to ``$HWTP_RESULTS``, flushed at once, so a
+crash loses nothing already done.
+
+Timing (docs/plan-format.md is the contract; this is its implementation):
+
+* the clock starts low at t=0 and rises at P/2; between steps the harness stands at
+  P/4 after a falling edge (inside the low phase, away from any edge, so a mutant clocked on
+  ``negedge`` never races a drive);
+* ``drive`` writes inputs at once; ``expect`` first lets combinational logic settle (one
+  precision step) when inputs changed since the last edge, then reads outputs;
+* ``wait N`` advances to the same phase N cycles later (N rising edges);
+* ``reset N`` holds the reset at its active level for N cycles, then releases it;
+* every test starts from power-on: the snapshot of every register taken at t=0 is written
+  back, inputs go to 0 (reset inactive), and the design's reset is applied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.handle import HierarchyObject, LogicArrayObject, LogicObject
+from cocotb.triggers import Timer
+
+from hwtp import env
+
+_SETTLE_PS = 1
+_COMB_UNIT_PS = 1000
+
+
+class _Abort(Exception):
+    """An evaluation ran out of its wall-clock budget."""
+
+
+def _collect_state(root: HierarchyObject, skip: set[str]) -> list[Any]:
+    """Every writable logic handle under ``root`` except inputs and selectors."""
+    found: list[Any] = []
+
+    def walk(handle: Any, depth: int) -> None:
+        for child in handle:
+            name = child._path
+            if name in skip:
+                continue
+            if isinstance(child, (LogicObject, LogicArrayObject)):
+                found.append(child)
+            elif depth < 64:
+                try:
+                    walk(child, depth + 1)
+                except TypeError:  # not iterable
+                    continue
+
+    walk(root, 0)
+    return found
+
+
+class Harness:
+    """Runs the evaluations of one job against ``dut``."""
+
+    def __init__(self, dut: Any, job: dict[str, Any]) -> None:
+        self.dut = dut
+        self.job = job
+        self.clock = job.get("clock")
+        self.reset = job.get("reset")
+        self.period = int(self.clock["period_ps"]) if self.clock else 0
+        self.inputs = {name: getattr(dut, name) for name, _w in job["inputs"]}
+        self.outputs = {name: getattr(dut, name) for name, _w, _s in job["outputs"]}
+        self.signed = {name: w for name, w, signed in job["outputs"] if signed}
+        self.selectors = [self._resolve(p) for p in job.get("selectors", [])]
+        limits = job.get("limits", {})
+        self.wall_s = float(limits.get("wall_s", 60.0))
+        self.offset = 0
+        self.dirty = False
+        self.cycle = 0
+
+    def _resolve(self, path: str) -> Any:
+        handle = self.dut
+        for part in path.split(".")[1:]:
+            handle = getattr(handle, part)
+        return handle
+
+    async def start(self) -> None:
+        skip = {h._path for h in self.inputs.values()} | {h._path for h in self.selectors}
+        state = _collect_state(self.dut, skip)
+        self.snapshot = [(h, h.value) for h in state]
+        if self.clock:
+            Clock(getattr(self.dut, self.clock["port"]), self.period, unit="ps").start(start_high=False)
+            await Timer(self.period // 4, "ps")
+
+    async def advance(self, cycles: int) -> None:
+        if self.clock:
+            await Timer(cycles * self.period - self.offset, "ps")
+            self.cycle += cycles
+        else:
+            await Timer(cycles * _COMB_UNIT_PS - self.offset, "ps")
+        self.offset = 0
+        self.dirty = False
+
+    async def settle(self) -> None:
+        if not self.dirty:
+            return
+        if self.clock and self.offset + _SETTLE_PS >= self.period // 4:
+            raise ValueError("too many drive/expect alternations within one clock cycle")
+        await Timer(_SETTLE_PS, "ps")
+        self.offset += _SETTLE_PS
+        self.dirty = False
+
+    async def power_on(self, mutant: int) -> None:
+        for sel in self.selectors:
+            sel.value = mutant
+        for handle, value in self.snapshot:
+            handle.value = value
+        for name, handle in self.inputs.items():
+            handle.value = self.reset["inactive"] if self.reset and name == self.reset["port"] else 0
+        self.dirty = True
+        if self.reset:
+            await self.do_reset(int(self.reset["cycles"]))
+        elif not self.clock:
+            await self.settle()
+        self.cycle = 0
+
+    async def do_reset(self, cycles: int) -> None:
+        port = self.inputs[self.reset["port"]]
+        port.value = self.reset["active"]
+        self.dirty = True
+        await self.advance(cycles)
+        port.value = self.reset["inactive"]
+        self.dirty = True
+
+    def read(self, name: str) -> tuple[int | None, str]:
+        raw = self.outputs[name].value
+        try:
+            return int(raw), ""
+        except ValueError:
+            return None, str(raw)
+
+    async def run_test(self, test: dict[str, Any], deadline: float) -> dict[str, Any] | None:
+        """Run one test; return its first mismatch, or None when it passes."""
+        for op, arg, step in test["ops"]:
+            if time.perf_counter() > deadline:
+                raise _Abort
+            if op == "d":
+                for name, value in arg:
+                    self.inputs[name].value = value
+                self.dirty = True
+            elif op == "w":
+                await self.advance(arg)
+            elif op == "e":
+                await self.settle()
+                for name, value, mask, shown in arg:
+                    got, text = self.read(name)
+                    if got is None or (got & mask) != value:
+                        return {
+                            "test": test["name"], "step": step, "port": name, "expected": shown,
+                            "got": self._shown(name, got, text), "cycle": self.cycle,
+                        }
+            elif op == "r":
+                await self.do_reset(arg)
+        return None
+
+    def _shown(self, name: str, got: int | None, text: str) -> int | str:
+        if got is None:
+            return text
+        width = self.signed.get(name)
+        if width and got >> (width - 1):
+            return got - (1 << width)
+        return got
+
+    async def run(self, evaluation: dict[str, Any]) -> dict[str, Any]:
+        deadline = time.perf_counter() + self.wall_s
+        tests: list[dict[str, Any]] = []
+        first = None
+        cycles = 0
+        try:
+            for test in evaluation["tests"]:
+                await self.power_on(int(evaluation.get("mutant", 0)))
+                mismatch = await self.run_test(test, deadline)
+                cycles += self.cycle
+                tests.append({"name": test["name"], "passed": mismatch is None, "mismatch": mismatch})
+                if mismatch is not None:
+                    first = first or mismatch
+                    if evaluation.get("stop_on_fail", True):
+                        break
+        except _Abort:
+            return {"id": evaluation["id"], "status": "timeout", "tests": tests, "first": first,
+                    "cycles": cycles, "reason": f"wall-clock limit of {self.wall_s:g} s"}
+        except Exception as exc:  # an evaluation must never take the others down
+            return {"id": evaluation["id"], "status": "error", "tests": tests, "first": first,
+                    "cycles": cycles, "reason": f"{type(exc).__name__}: {exc}"}
+        status = "fail" if first else "pass"
+        return {"id": evaluation["id"], "status": status, "tests": tests, "first": first, "cycles": cycles}
+
+
+@cocotb.test()
+async def hwtp_run_job(dut: Any) -> None:
+    """Run every evaluation of the job file and stream the results."""
+    job_path = env.get(env.JOB_VAR)
+    results_path = env.get(env.RESULTS_VAR)
+    if not job_path or not results_path:
+        raise RuntimeError(f"${env.JOB_VAR} and ${env.RESULTS_VAR} must be set by the host")
+    with open(job_path, encoding="utf-8") as fh:
+        job = json.load(fh)
+    harness = Harness(dut, job)
+    await harness.start()
+    with open(results_path, "a", encoding="utf-8") as out:
+        for evaluation in job["evaluations"]:
+            result = await harness.run(evaluation)
+            out.write(json.dumps(result, separators=(",", ":")) + "\n")
+            out.flush()
+        os.fsync(out.fileno())

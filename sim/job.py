@@ -1,0 +1,99 @@
+"""The job file the host hands to the harness: compiled plans and the design's timing.
+
+A plan is compiled once per design into flat ops (``d``rive, ``e``xpect, ``w``ait,
+``r``eset) with every value already masked to its port width, so the harness does no
+parsing and no validation: it only moves signals and compares integers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hwtp.design import Design
+    from hwtp.plan import Plan
+
+JOB_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One run of a plan on one state (``mutant`` 0 is golden)."""
+
+    id: str
+    tests: tuple[dict[str, Any], ...]
+    mutant: int = 0
+    stop_on_fail: bool = True
+    cycles: int = 0
+
+    def as_job_entry(self) -> dict[str, Any]:
+        return {"id": self.id, "mutant": self.mutant, "stop_on_fail": self.stop_on_fail, "tests": list(self.tests)}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-evaluation limits: simulated cycles (checked before running) and wall-clock seconds."""
+
+    max_cycles: int = 100_000
+    wall_s: float = 30.0
+
+
+def compile_plan(plan: Plan, design: Design) -> tuple[dict[str, Any], ...]:
+    """Compile a validated plan into harness ops (one dict per test)."""
+    widths = {p.name: p.width for p in design.ports}
+    compiled = []
+    for test in plan.tests:
+        ops: list[list[Any]] = []
+        for index, step in enumerate(test.steps, start=1):
+            if step.kind in ("wait", "reset"):
+                ops.append([step.kind[0], step.count, index])
+            elif step.kind == "drive":
+                ops.append(["d", [[n, v.masked(widths[n])[0]] for n, v in step.values], index])
+            else:
+                ops.append(["e", [[n, *v.masked(widths[n]), v.literal()] for n, v in step.values], index])
+        compiled.append({"name": test.name, "ops": ops})
+    return tuple(compiled)
+
+
+def plan_cycles(plan: Plan, design: Design) -> int:
+    """Clock cycles an evaluation of ``plan`` simulates, power-on resets included."""
+    per_test = design.reset.cycles if design.reset else 0
+    return plan.cycles + per_test * len(plan.tests)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything one simulator process runs."""
+
+    design: Design
+    evaluations: tuple[Evaluation, ...]
+    selectors: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+
+    def as_data(self) -> dict[str, Any]:
+        d = self.design
+        clock = {"port": d.clock.port, "period_ps": _period_ps(d.clock.period_ns)} if d.clock else None
+        reset = (
+            {"port": d.reset.port, "active": d.reset.active_value, "inactive": d.reset.inactive_value,
+             "cycles": d.reset.cycles}
+            if d.reset
+            else None
+        )
+        controls = {d.clock.port} if d.clock else set()
+        return {
+            "version": JOB_VERSION,
+            "clock": clock,
+            "reset": reset,
+            "inputs": [[p.name, p.width] for p in d.inputs if p.name not in controls],
+            "outputs": [[p.name, p.width, p.signed] for p in d.outputs],
+            "selectors": list(self.selectors),
+            "limits": {"max_cycles": self.limits.max_cycles, "wall_s": self.limits.wall_s},
+            "evaluations": [e.as_job_entry() for e in self.evaluations],
+        }
+
+
+def _period_ps(period_ns: float) -> int:
+    """Clock period in picoseconds, rounded to a multiple of 4 so P/4 and P/2 are exact."""
+    ps = max(4, round(period_ns * 1000))
+    return ps - ps % 4

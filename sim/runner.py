@@ -1,0 +1,188 @@
+"""Run evaluations in simulator processes: batched, watched, and restarted after a crash.
+
+One process runs many evaluations (the harness streams a result line per evaluation). A
+watchdog kills a process whose current evaluation exceeds its wall-clock budget (that
+evaluation is a ``timeout``); a process that dies marks the evaluation it held as
+``error`` with the log tail, and the rest are re-run in a fresh process. The number of
+results always equals the number of evaluations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hwtp import env
+from hwtp.sim.buildcache import Build
+from hwtp.sim.job import Evaluation, Job, Limits
+
+log = logging.getLogger("hwtp.sim")
+#: Seconds a simulator process may take to start before its first evaluation counts.
+STARTUP_GRACE_S = 60.0
+_LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What one evaluation gave: ``pass``, ``fail``, ``timeout`` or ``error``."""
+
+    id: str
+    status: str
+    first: dict[str, Any] | None = None
+    tests: tuple[dict[str, Any], ...] = ()
+    cycles: int = 0
+    reason: str | None = None
+
+    @classmethod
+    def from_line(cls, data: dict[str, Any]) -> EvalResult:
+        return cls(
+            id=str(data["id"]), status=str(data["status"]), first=data.get("first"),
+            tests=tuple(data.get("tests", ())), cycles=int(data.get("cycles", 0)), reason=data.get("reason"),
+        )
+
+
+@dataclass
+class Counters:
+    """How much work was done (processes started, evaluations simulated)."""
+
+    processes: int = 0
+    evaluations: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def add(self, processes: int = 0, evaluations: int = 0) -> None:
+        with self._lock:
+            self.processes += processes
+            self.evaluations += evaluations
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-_LOG_TAIL_LINES:])
+
+
+def _read_results(path: Path) -> list[EvalResult]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append(EvalResult.from_line(json.loads(line)))
+            except (ValueError, KeyError):
+                break  # a line cut short by a crash: the evaluation is re-run
+    return out
+
+
+def _run_process(build: Build, job: Job, workdir: Path, plusargs: Sequence[str],
+                 counters: Counters) -> tuple[list[EvalResult], str | None, str]:
+    """Start one process on ``job``; return (results written, failure kind, log tail)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    job_path, results_path, log_path = workdir / "job.json", workdir / "results.jsonl", workdir / "sim.log"
+    job_path.write_text(json.dumps(job.as_data()), encoding="utf-8")
+    results_path.unlink(missing_ok=True)
+    environ = build.backend.environment(build.top)
+    environ[env.JOB_VAR] = str(job_path)
+    environ[env.RESULTS_VAR] = str(results_path)
+    environ["COCOTB_RESULTS_FILE"] = str(workdir / "results.xml")
+    argv = build.backend.command(build.path, build.top, plusargs)
+    log.debug("$ %s", shlex.join(argv))
+    counters.add(processes=1)
+    with log_path.open("w", encoding="utf-8") as log_fh:
+        proc = subprocess.Popen(argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT)
+        done, last_progress, budget = 0, time.monotonic(), STARTUP_GRACE_S + job.limits.wall_s
+        kind = None
+        while True:
+            try:
+                proc.wait(timeout=0.25)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now_done = len(_read_results(results_path)) if results_path.exists() else 0
+            if now_done != done:
+                done, last_progress, budget = now_done, time.monotonic(), job.limits.wall_s + 5.0
+            elif time.monotonic() - last_progress > budget:
+                proc.kill()
+                proc.wait()
+                kind = "timeout"
+                break
+    results = _read_results(results_path)
+    counters.add(evaluations=len(results))
+    if kind is None and len(results) < len(job.evaluations):
+        kind = "error"
+    return results, kind, _tail(log_path)
+
+
+def run_job(build: Build, job: Job, workdir: Path | None = None, plusargs: Sequence[str] = (),
+            counters: Counters | None = None, progress: Callable[[int], None] | None = None) -> list[EvalResult]:
+    """Run every evaluation of ``job``, restarting after crashes; results in job order."""
+    counters = counters or Counters()
+    pending = list(job.evaluations)
+    results: dict[str, EvalResult] = {}
+    for ev in list(pending):
+        if ev.cycles > job.limits.max_cycles:
+            results[ev.id] = EvalResult(ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}")
+            pending.remove(ev)
+    with tempfile.TemporaryDirectory(prefix="hwtp-sim-", dir=workdir) as tmp:
+        attempt = 0
+        while pending:
+            batch = replace(job, evaluations=tuple(pending))
+            got, kind, tail = _run_process(build, batch, Path(tmp) / f"p{attempt}", plusargs, counters)
+            attempt += 1
+            for r in got:
+                results[r.id] = r
+            if progress and got:
+                progress(len(got))
+            pending = pending[len(got):]
+            if pending and kind is not None:
+                held = pending.pop(0)
+                reason = (f"wall-clock limit of {job.limits.wall_s:g} s exceeded" if kind == "timeout"
+                          else "simulator process died")
+                results[held.id] = EvalResult(held.id, kind, reason=f"{reason}; log tail:\n{tail}" if kind == "error" else reason)
+                if progress:
+                    progress(1)
+    return [results[ev.id] for ev in job.evaluations]
+
+
+def run_parallel(build: Build, job: Job, jobs: int = 1, workdir: Path | None = None,
+                 plusargs: Sequence[str] = (), counters: Counters | None = None,
+                 progress: Callable[[int], None] | None = None) -> list[EvalResult]:
+    """Split ``job`` into ``jobs`` contiguous chunks run by as many processes at once."""
+    counters = counters or Counters()
+    evaluations = list(job.evaluations)
+    jobs = max(1, min(jobs, len(evaluations)))
+    if jobs == 1:
+        return run_job(build, job, workdir, plusargs, counters, progress)
+    size = -(-len(evaluations) // jobs)
+    chunks = [evaluations[i:i + size] for i in range(0, len(evaluations), size)]
+    lock = threading.Lock()
+
+    def tick(n: int) -> None:
+        if progress:
+            with lock:
+                progress(n)
+
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        futures = [pool.submit(run_job, build, replace(job, evaluations=tuple(c)), workdir, plusargs, counters, tick)
+                   for c in chunks]
+        out: list[EvalResult] = []
+        for f in futures:
+            out.extend(f.result())
+    return out
+
+
+__all__ = ["Counters", "EvalResult", "Evaluation", "Limits", "run_job", "run_parallel"]
