@@ -36,7 +36,7 @@ class Step:
     kind: StepKind
     values: tuple[tuple[str, Value], ...] = ()
     count: int = 0
-    line: int | None = None
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class TestCase:
     name: str
     steps: tuple[Step, ...]
     description: str = ""
-    line: int | None = None
+    line: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

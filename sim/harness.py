@@ -51,7 +51,8 @@ def _collect_state(root: HierarchyObject, skip: set[str]) -> list[Any]:
             if name in skip:
                 continue
             if isinstance(child, (LogicObject, LogicArrayObject)):
-                found.append(child)
+                if not child.is_const:  # parameters and localparams cannot be written
+                    found.append(child)
             elif depth < 64:
                 try:
                     walk(child, depth + 1)

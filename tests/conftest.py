@@ -1,0 +1,36 @@
+"""Shared fixtures. Simulator tests are marked ``sim``; builds are shared through the build
+cache (content-hashed), so each design is compiled once per machine, not once per test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hwtp.cli import main
+from hwtp.design import Design, load_design, shipped_names
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def shipped() -> dict[str, Design]:
+    return {name: load_design(name) for name in shipped_names()}
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run ``hwtp ARGS`` in-process; return (exit code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA

@@ -1,0 +1,168 @@
+"""The harness in the simulator: reference plans, mismatch reports and the timing rules."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from hwtp.design import Design, load_design, shipped_names
+from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan, validate
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.runner import EvalResult, run_job
+from hwtp.simulate import simulate
+from hwtp.values import Value
+
+pytestmark = pytest.mark.sim
+
+
+def run_plans(design: Design, *plans: Plan) -> list[EvalResult]:
+    """Run several plans on golden in ONE simulator process (the batched engine)."""
+    for plan in plans:
+        validate(plan, design)
+    build = ensure_build(get_backend("verilator"), design.sources, design.top)
+    evaluations = tuple(
+        Evaluation(f"e{i}", compile_plan(p, design), stop_on_fail=False, cycles=plan_cycles(p, design))
+        for i, p in enumerate(plans)
+    )
+    return run_job(build, Job(design, evaluations))
+
+
+def break_one_expect(plan: Plan) -> tuple[Plan, str, int, str]:
+    """Copy ``plan`` with the last fully-specified expected value of its first test flipped."""
+    test = plan.tests[0]
+    for index in reversed(range(len(test.steps))):
+        step = test.steps[index]
+        if step.kind != "expect":
+            continue
+        for j, (port, value) in enumerate(step.values):
+            if value.care is None and not value.negative:
+                values = list(step.values)
+                values[j] = (port, Value(value.bits ^ 1))
+                steps = list(test.steps)
+                steps[index] = Step("expect", tuple(values), line=step.line)
+                broken = TestCase(test.name, tuple(steps), test.description)
+                return Plan((broken, *plan.tests[1:]), plan.reasoning), test.name, index + 1, port
+    raise AssertionError("the first test of a reference plan must expect a fully specified value")
+
+
+@pytest.mark.parametrize("name", shipped_names())
+def test_reference_plan_passes_and_a_changed_value_fails(name: str) -> None:
+    design = load_design(name)
+    reference = load_plan_file(design.root / "plans" / "reference.yaml")
+    broken, test_name, step, port = break_one_expect(reference)
+    good, bad = run_plans(design, reference, broken)
+    assert good.status == "pass", good.first
+    assert all(t["passed"] for t in good.tests) and len(good.tests) == len(reference.tests)
+    assert bad.status == "fail"
+    assert bad.first is not None
+    assert (bad.first["test"], bad.first["step"], bad.first["port"]) == (test_name, step, port)
+
+
+def test_corpus_has_variety(shipped: dict[str, Design]) -> None:
+    kinds = [d.kind for d in shipped.values()]
+    assert len(shipped) >= 14
+    assert kinds.count("combinational") >= 5
+    assert kinds.count("sequential") >= 7
+    for design in shipped.values():
+        assert design.spec.strip(), design.name
+        assert (design.root / "plans" / "reference.yaml").is_file()
+
+
+COUNTER_TIMING = """\
+tests:
+  - name: registered_output_updates_after_the_edge
+    steps:
+      - drive: {en: 1}
+      - expect: {q: 0}          # the edge has not come yet
+      - wait: 1
+      - expect: {q: 1}
+  - name: registered_output_one_cycle_too_early
+    steps:
+      - drive: {en: 1}
+      - wait: 3
+      - expect: {q: 4}          # wrong: 3 edges give 3
+  - name: combinational_output_sees_inputs_at_once
+    steps:
+      - drive: {en: 1}
+      - wait: 255
+      - expect: {q: 255, tc: 1}
+      - drive: {en: 0}
+      - expect: {tc: 0}         # tc = en && q==255: settles without a clock edge
+      - drive: {en: 1}
+      - expect: {tc: 1}
+  - name: reset_mid_test
+    steps:
+      - drive: {en: 1}
+      - wait: 4
+      - reset: 1
+      - expect: {q: 0}
+      - wait: 2
+      - expect: {q: 2}
+  - name: dont_care_bits
+    steps:
+      - drive: {en: 1}
+      - wait: 5
+      - expect: {q: "8'b0000_01x1"}
+"""
+
+
+def test_timing_rules_on_a_clocked_design(data_dir: Path) -> None:
+    design = load_design(data_dir / "counter.v")
+    report = simulate(design, parse_plan(COUNTER_TIMING))
+    by_name = {t["name"]: t for t in report.tests}
+    assert by_name["registered_output_updates_after_the_edge"]["passed"]
+    early = by_name["registered_output_one_cycle_too_early"]
+    assert not early["passed"]
+    assert early["mismatch"] == {"test": "registered_output_one_cycle_too_early", "step": 3,
+                                 "port": "q", "expected": 4, "got": 3, "cycle": 3}
+    assert by_name["combinational_output_sees_inputs_at_once"]["passed"]
+    assert by_name["reset_mid_test"]["passed"]
+    assert by_name["dont_care_bits"]["passed"]
+
+
+def test_systemverilog_lite_file_with_top(data_dir: Path) -> None:
+    design = load_design(data_dir / "mux.sv", top="mux_reg")
+    assert design.reset is not None and design.reset.port == "rst" and design.reset.active == "high"
+    plan = parse_plan("""\
+tests:
+  - name: comb_and_registered
+    steps:
+      - drive: {sel: 1, a: 3, b: 9}
+      - expect: {y: 9, y_q: 0}
+      - wait: 1
+      - expect: {y_q: 9}
+      - drive: {sel: 0}
+      - expect: {y: 3, y_q: 9}
+""")
+    report = simulate(design, plan)
+    assert report.passed, report.tests
+
+
+def test_each_test_starts_from_power_on(data_dir: Path) -> None:
+    design = load_design(data_dir / "counter.v")
+    one = "  - name: t{i}\n    steps:\n      - expect: {{q: 0}}\n      - drive: {{en: 1}}\n      - wait: 7\n"
+    plan = parse_plan("tests:\n" + "".join(one.format(i=i) for i in range(3)))
+    assert simulate(design, plan).passed
+
+
+def test_combinational_design_settles_without_wait(shipped: dict[str, Design]) -> None:
+    comb = next(d for d in shipped.values() if d.kind == "combinational")
+    reference = load_plan_file(comb.root / "plans" / "reference.yaml")
+    without_waits = Plan(tuple(
+        TestCase(t.name, tuple(s for s in t.steps if s.kind != "wait"), t.description) for t in reference.tests
+    ))
+    assert simulate(comb, without_waits).passed
+
+
+def test_icarus_backend_agrees(data_dir: Path) -> None:
+    if get_backend("icarus") and not __import__("shutil").which("iverilog"):
+        pytest.skip("Icarus Verilog is not installed")
+    design = load_design(data_dir / "counter.v")
+    plan = parse_plan(COUNTER_TIMING)
+    ver = simulate(design, plan)
+    ica = simulate(design, plan, simulator="icarus")
+    assert copy.deepcopy(ver.tests) == copy.deepcopy(ica.tests)
