@@ -266,8 +266,12 @@ class _Reply:
 class ChatClient:
     """Async chat client of one endpoint; use as ``async with ChatClient(config) as client``.
 
-    ``client`` (an ``httpx.AsyncClient``, not closed here) or ``transport`` may be injected;
-    otherwise a client sized to ``config.concurrency`` is created and closed on exit.
+    ``client`` (an ``httpx.AsyncClient``, not closed here) or ``transport`` may be injected.
+    Otherwise the client opens ``config.concurrency`` lanes, each an ``httpx.AsyncClient``
+    holding one keep-alive connection, closed on exit: httpcore's pool spends time quadratic
+    in its size per request (encode/httpx#3215), so small pools are much faster than one
+    large one at high concurrency (see bench/bench_llm.py). Either way at most
+    ``config.concurrency`` HTTP requests are in flight.
     ``refresh=True`` ignores cached samples but still stores (replaces) the new ones.
     ``rng`` and ``sleep`` are for tests (jitter, waiting).
     """
@@ -293,20 +297,22 @@ class ChatClient:
         self._secret = env.api_key(config.api_key_env)
         self._headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         self._timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout)
-        self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
-            transport=transport,
-            verify=_ssl_context(),
-            timeout=self._timeout,
-            limits=httpx.Limits(
-                max_connections=config.concurrency, max_keepalive_connections=config.concurrency
-            ),
-        )
+        if client is not None:
+            self._owned: list[httpx.AsyncClient] = []
+            lanes = [client] * config.concurrency
+        elif transport is not None:
+            self._owned = [self._new_client(transport, config.concurrency)]
+            lanes = self._owned * config.concurrency
+        else:
+            self._owned = [self._new_client(None, 1) for _ in range(config.concurrency)]
+            lanes = self._owned
+        self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for lane in lanes:
+            self._lanes.put_nowait(lane)
         base = httpx.URL(config.endpoint)
         self._url = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
         self._where = redact_url(str(self._url))
         self._cache_endpoint = redact_url(config.endpoint).rstrip("/")
-        self._semaphore = asyncio.Semaphore(config.concurrency)
         #: False once the endpoint refused ``n > 1`` or returned fewer choices than asked.
         self.supports_n = True
 
@@ -325,8 +331,19 @@ class ChatClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        """Close the HTTP clients this object created (not an injected one)."""
+        for owned in self._owned:
+            await owned.aclose()
+
+    def _new_client(
+        self, transport: httpx.AsyncBaseTransport | None, connections: int
+    ) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=transport,
+            verify=_ssl_context(),
+            timeout=self._timeout,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        )
 
     async def complete(
         self,
@@ -418,6 +435,9 @@ class ChatClient:
                         len(missing),
                     )
                 missing = [i for i in missing if i not in found]
+        if len(missing) == 1:  # the common case: no extra task
+            await self._single(msgs, params, missing[0], found, keys)
+            return
         singles = [self._single(msgs, params, i, found, keys) for i in missing]
         errors = [
             r for r in await asyncio.gather(*singles, return_exceptions=True) if r is not None
@@ -488,19 +508,21 @@ class ChatClient:
         raise PolicyError(f"{self._where}: gave up after {attempts} attempts; last error: {last}")
 
     async def _attempt(self, body: dict[str, Any], n: int) -> _Reply:
-        async with self._semaphore:
-            start = time.perf_counter()
-            try:
-                response = await self._client.post(
-                    self._url, json=body, headers=self._headers, timeout=self._timeout
-                )
-            except _RETRY_ERRORS as exc:
-                raise _Transient(f"{type(exc).__name__} {self._scrub(str(exc))}".strip()) from None
-            except httpx.HTTPError as exc:
-                raise PolicyError(
-                    f"{self._where}: {type(exc).__name__} {self._scrub(str(exc))}"
-                ) from None
-            latency = time.perf_counter() - start
+        lane = await self._lanes.get()  # waits while config.concurrency requests are out
+        start = time.perf_counter()
+        try:
+            response = await lane.post(
+                self._url, json=body, headers=self._headers, timeout=self._timeout
+            )
+        except _RETRY_ERRORS as exc:
+            raise _Transient(f"{type(exc).__name__} {self._scrub(str(exc))}".strip()) from None
+        except httpx.HTTPError as exc:
+            raise PolicyError(
+                f"{self._where}: {type(exc).__name__} {self._scrub(str(exc))}"
+            ) from None
+        finally:
+            self._lanes.put_nowait(lane)
+        latency = time.perf_counter() - start
         status = response.status_code
         if status in RETRY_STATUSES:
             raise _Transient(

@@ -98,3 +98,9 @@ def elaborate(sources: Sequence[SourceFile], top: str) -> tuple[Port, ...]:
             raise DesignError(f"module {top}: port {port.name!r} has no fixed width")
         ports.append(Port(port.name, direction, width, bool(port.type.isSigned)))  # type: ignore[arg-type]
     return tuple(ports)
+
+
+def module_body_offsets(text: str, path: str = "source") -> list[int]:
+    """Byte offsets just after each module header's ``;`` (where declarations may go)."""
+    tree = pyslang.syntax.SyntaxTree.fromText(text, path)
+    return [int(m.header.sourceRange.end.offset) for m in module_declarations(tree)]

@@ -13,6 +13,7 @@ from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_job
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def simulate(design: Design, plan: Plan, *, simulator: str = "verilator", limits
     """Validate ``plan`` against ``design``, build the design and run every test of the plan."""
     validate(plan, design)
     backend = get_backend(simulator)
-    build = ensure_build(backend, design.sources, design.top, root=cache_root)
+    build = ensure_build(backend, build_sources(design), WRAPPER_TOP, root=cache_root)
     evaluation = Evaluation("sim", compile_plan(plan, design), stop_on_fail=False, cycles=plan_cycles(plan, design))
     start = time.perf_counter()
     result: EvalResult = run_job(build, Job(design, (evaluation,), limits=limits or Limits()))[0]

@@ -28,7 +28,7 @@ from typing import Any
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.handle import HierarchyObject, LogicArrayObject, LogicObject
+from cocotb.handle import ArrayObject, HierarchyObject, ValueObjectBase
 from cocotb.triggers import Timer
 
 from hwtp import env
@@ -41,17 +41,25 @@ class _Abort(Exception):
     """An evaluation ran out of its wall-clock budget."""
 
 
-def _collect_state(root: HierarchyObject, skip: set[str]) -> list[Any]:
-    """Every writable logic handle under ``root`` except inputs and selectors."""
+#: Name of the mutant-selector register in schemata builds (hwtp.mutators.schemata.SELECTOR).
+SELECTOR = "hwtp_mutant_sel"
+
+
+def _collect_state(root: HierarchyObject, skip: set[str]) -> tuple[list[Any], list[Any]]:
+    """Every writable logic handle under ``root`` except inputs; and the mutant selectors."""
     found: list[Any] = []
+    selectors: list[Any] = []
 
     def walk(handle: Any, depth: int) -> None:
         for child in handle:
-            name = child._path
-            if name in skip:
+            if child._path in skip:
                 continue
-            if isinstance(child, (LogicObject, LogicArrayObject)):
-                if not child.is_const:  # parameters and localparams cannot be written
+            if depth == 0 and not isinstance(child, HierarchyObject):
+                continue  # the wrapper's own ports: inputs are driven, outputs are wires
+            if isinstance(child, ValueObjectBase) and not isinstance(child, ArrayObject):
+                if child._name == SELECTOR:
+                    selectors.append(child)
+                elif not child.is_const:  # parameters and localparams cannot be written
                     found.append(child)
             elif depth < 64:
                 try:
@@ -60,7 +68,7 @@ def _collect_state(root: HierarchyObject, skip: set[str]) -> list[Any]:
                     continue
 
     walk(root, 0)
-    return found
+    return found, selectors
 
 
 class Harness:
@@ -75,22 +83,16 @@ class Harness:
         self.inputs = {name: getattr(dut, name) for name, _w in job["inputs"]}
         self.outputs = {name: getattr(dut, name) for name, _w, _s in job["outputs"]}
         self.signed = {name: w for name, w, signed in job["outputs"] if signed}
-        self.selectors = [self._resolve(p) for p in job.get("selectors", [])]
+        self.selectors: list[Any] = []
         limits = job.get("limits", {})
         self.wall_s = float(limits.get("wall_s", 60.0))
         self.offset = 0
         self.dirty = False
         self.cycle = 0
 
-    def _resolve(self, path: str) -> Any:
-        handle = self.dut
-        for part in path.split(".")[1:]:
-            handle = getattr(handle, part)
-        return handle
-
     async def start(self) -> None:
-        skip = {h._path for h in self.inputs.values()} | {h._path for h in self.selectors}
-        state = _collect_state(self.dut, skip)
+        skip = {h._path for h in self.inputs.values()}
+        state, self.selectors = _collect_state(self.dut, skip)
         self.snapshot = [(h, h.value) for h in state]
         if self.clock:
             Clock(getattr(self.dut, self.clock["port"]), self.period, unit="ps").start(start_high=False)
@@ -115,6 +117,8 @@ class Harness:
         self.dirty = False
 
     async def power_on(self, mutant: int) -> None:
+        if mutant and not self.selectors:
+            raise ValueError(f"mutant {mutant} requested but the build has no {SELECTOR} register")
         for sel in self.selectors:
             sel.value = mutant
         for handle, value in self.snapshot:

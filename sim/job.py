@@ -68,7 +68,6 @@ class Job:
 
     design: Design
     evaluations: tuple[Evaluation, ...]
-    selectors: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
 
     def as_data(self) -> dict[str, Any]:
@@ -87,7 +86,6 @@ class Job:
             "reset": reset,
             "inputs": [[p.name, p.width] for p in d.inputs if p.name not in controls],
             "outputs": [[p.name, p.width, p.signed] for p in d.outputs],
-            "selectors": list(self.selectors),
             "limits": {"max_cycles": self.limits.max_cycles, "wall_s": self.limits.wall_s},
             "evaluations": [e.as_job_entry() for e in self.evaluations],
         }

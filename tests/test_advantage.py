@@ -409,10 +409,10 @@ def configs(draw: st.DrawFn) -> AdvantageConfig:
         raise
 
 
-SETTINGS = settings(max_examples=150, deadline=None)
+SETTINGS = settings(max_examples=100, deadline=None)
 
 
-@SETTINGS
+@settings(max_examples=300, deadline=None)
 @given(batch=batches(values=st.one_of(REWARD, DECIMAL)), cfg=configs(), data=st.data())
 def test_matches_the_reference_implementation(batch: tuple[list[float], list[int]],
                                               cfg: AdvantageConfig, data: st.DataObject) -> None:

@@ -12,6 +12,9 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.designs", "designs"),
     ("hwtp.commands.schema", "schema"),
     ("hwtp.commands.sim", "sim"),
+    ("hwtp.commands.mutate", "mutate"),
+    ("hwtp.commands.mutate", "show"),
+    ("hwtp.commands.mutate", "apply"),
 )
 
 

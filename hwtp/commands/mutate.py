@@ -1,0 +1,89 @@
+"""``hwtp mutate``, ``hwtp show`` and ``hwtp apply``: make and inspect mutant sets."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from hwtp import mutate as engine
+from hwtp.commands.options import design_options, resolve_design
+from hwtp.errors import ConfigError
+
+
+def _line_range(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    lo, _, hi = text.partition("-")
+    try:
+        start, end = int(lo), int(hi or lo)
+    except ValueError:
+        raise ConfigError(f"--lines {text!r}: expected A-B, e.g. 10-40") from None
+    if start < 1 or end < start:
+        raise ConfigError(f"--lines {text!r}: expected 1 <= A <= B")
+    return start, end
+
+
+@click.command()
+@click.argument("design")
+@design_options
+@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Mutant directory to write (mutants.json, schemata/, diffs/, golden/).")
+@click.option("-n", "count", type=int, default=32, show_default=True, help="How many mutants (0: every site).")
+@click.option("--operators", default="", help="Comma-separated operator families or names.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--lines", "lines", metavar="A-B", help="Only sites on these source lines.")
+@click.option("--since", metavar="GITREV", help="Only sites on lines changed since this git revision.")
+@click.option("--include-widths", is_flag=True, help="Also mutate constants that size things.")
+@click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+def mutate(design: str, top: str | None, clock_spec: str | None, reset_spec: str | None, outdir: Path,
+           count: int, operators: str, seed: int, lines: str | None, since: str | None,
+           include_widths: bool, jobs: int) -> None:
+    """Write mutants of DESIGN: validated by Verilator, compiled once as mutant schemata."""
+    loaded = resolve_design(design, top, clock_spec, reset_spec)
+    config = engine.MutationConfig(
+        n=count or None, operators=tuple(o.strip() for o in operators.split(",") if o.strip()),
+        seed=seed, lines=_line_range(lines), since=since, include_widths=include_widths, jobs=jobs)
+    result = engine.mutate(loaded, config)
+    path = engine.write(result, outdir)
+    if not result.mutants:
+        click.echo(f"{loaded.name}: no mutable site found (with these options); wrote an empty set to {path}")
+        return
+    valid = result.valid
+    rejected = Counter((m.reason or "").split(":")[0] for m in result.mutants if m.status != "valid")
+    click.echo(f"{loaded.name}: {len(result.mutants)} candidates, {len(valid)} valid"
+               + (f", rejected: {dict(rejected)}" if rejected else ""))
+    if count and len(result.mutants) < count:
+        click.echo(f"note: only {len(result.mutants)} sites match; took all of them")
+    families = Counter(m.operator.split(".")[0] for m in valid)
+    click.echo("families: " + ", ".join(f"{f} {n}" for f, n in sorted(families.items())))
+    click.echo(f"wrote {path}")
+
+
+@click.command()
+@click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("mutant_id")
+def show(mutdir: Path, mutant_id: str) -> None:
+    """Print the unified diff of mutant MUTANT_ID."""
+    mutant_set = engine.load(mutdir)
+    click.echo(mutant_set.diff(mutant_set.get(mutant_id)), nl=False)
+
+
+@click.command()
+@click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("mutant_id")
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path),
+              help="A file for a one-file design, else a folder that receives every source.")
+def apply(mutdir: Path, mutant_id: str, out: Path) -> None:
+    """Write the standalone source of mutant MUTANT_ID (no trace of being a mutant)."""
+    mutant_set = engine.load(mutdir)
+    sources = mutant_set.sources_of(mutant_set.get(mutant_id))
+    if len(sources) == 1 and not out.is_dir():
+        out.write_text(sources[0].text, encoding="utf-8")
+    else:
+        for src in sources:
+            (out / src.path).parent.mkdir(parents=True, exist_ok=True)
+            (out / src.path).write_text(src.text, encoding="utf-8")
+    click.echo(f"wrote {out}")

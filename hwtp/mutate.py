@@ -1,0 +1,310 @@
+"""``hwtp mutate``: pick mutation sites, validate the mutants, write the schemata and mutants.json.
+
+The mutant directory is self-contained: ``golden/`` holds a copy of the design (manifest,
+spec, sources), ``schemata/`` the schemata sources, ``diffs/`` one unified diff per mutant
+and ``mutants.json`` the records (DESIGN.md, "Mutants").
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import random
+import shutil
+import subprocess
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hwtp.design import MANIFEST, Design, SourceFile, load_design
+from hwtp.errors import MutantError
+from hwtp.gitlines import changed_lines
+from hwtp.mutators.schemata import SchemataError, render, standalone
+from hwtp.mutators.site import Site
+from hwtp.rtl import module_body_offsets
+from hwtp.sim import toolchain
+
+MUTANTS_JSON = "mutants.json"
+
+
+@dataclass(frozen=True)
+class MutationConfig:
+    """What ``hwtp mutate`` does; every field is a CLI option."""
+
+    n: int | None = 32                      # how many mutants (None: every site)
+    operators: tuple[str, ...] = ()         # families or names; empty: all bug-injecting ones
+    seed: int = 0
+    lines: tuple[int, int] | None = None    # only sites on these lines (inclusive)
+    since: str | None = None                # only sites on lines changed since this git revision
+    include_widths: bool = False
+    jobs: int = 2
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant record of mutants.json."""
+
+    id: str
+    operator: str
+    file: str
+    line: int
+    col: int
+    original: str
+    replacement: str
+    parents: tuple[str, ...] = ()
+    status: str = "valid"
+    klass: str = "unknown"
+    reason: str | None = None
+    index: int = 0                          # selector value in the schemata build (0 = none)
+    start: int = 0
+    end: int = 0
+    sites: tuple[Site, ...] = field(default=(), compare=False)
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("sites")
+        data["class"] = data.pop("klass")
+        data["parents"] = list(self.parents)
+        data["edits"] = [
+            {"file": s.file, "start": s.start, "end": s.end, "operator": s.operator, "original": s.original,
+             "replacement": s.replacement, "guard_start": s.guard_start, "guard_end": s.guard_end,
+             "guard": s.guard, "line": s.line, "col": s.col}
+            for s in self.sites
+        ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Mutant:
+        sites = tuple(Site(**e) for e in data.get("edits", ()))
+        fields = {k: v for k, v in data.items() if k not in ("edits", "class")}
+        fields["parents"] = tuple(fields.get("parents", ()))
+        return cls(**fields, klass=data.get("class", "unknown"), sites=sites)
+
+
+@dataclass(frozen=True)
+class MutantSet:
+    """The contents of a mutant directory."""
+
+    design: Design
+    seed: int
+    mutants: tuple[Mutant, ...]
+    root: Path | None = None
+
+    @property
+    def valid(self) -> tuple[Mutant, ...]:
+        return tuple(m for m in self.mutants if m.status == "valid")
+
+    def get(self, mutant_id: str) -> Mutant:
+        for m in self.mutants:
+            if m.id == mutant_id:
+                return m
+        raise MutantError(f"no mutant {mutant_id!r} (ids: {self.mutants[0].id}..{self.mutants[-1].id})"
+                          if self.mutants else f"no mutant {mutant_id!r}: the set is empty")
+
+    def sources_of(self, mutant: Mutant) -> tuple[SourceFile, ...]:
+        """The standalone sources of ``mutant`` (golden files with its edits applied)."""
+        out = []
+        for src in self.design.sources:
+            edits = [s for s in mutant.sites if s.file == src.path]
+            out.append(SourceFile(src.path, standalone(src.text, edits)) if edits else src)
+        return tuple(out)
+
+    def diff(self, mutant: Mutant) -> str:
+        chunks = []
+        for golden, mutated in zip(self.design.sources, self.sources_of(mutant)):
+            if golden.text != mutated.text:
+                chunks.extend(difflib.unified_diff(
+                    golden.text.splitlines(keepends=True), mutated.text.splitlines(keepends=True),
+                    fromfile=f"a/{golden.path}", tofile=f"b/{golden.path}"))
+        return "".join(chunks)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"design": self.design.name, "design_hash": self.design.content_hash, "seed": self.seed,
+                "mutants": [m.as_json() for m in self.mutants]}
+
+
+def _find(design: Design, config: MutationConfig) -> list[Site]:
+    from hwtp.mutators.operators import select
+    from hwtp.mutators.sites import find_sites
+
+    operators = select(config.operators) if config.operators else None
+    sites: list[Site] = []
+    for src in design.sources:
+        found = find_sites(src.text, src.path, operators=operators, include_widths=config.include_widths)
+        if not config.operators:
+            found = [s for s in found if not s.equivalent]
+        if config.lines:
+            lo, hi = config.lines
+            found = [s for s in found if lo <= s.line <= hi]
+        if config.since:
+            keep = changed_lines(design.root / src.path, config.since)
+            found = [s for s in found if s.line in keep]
+        sites.extend(found)
+    return sites
+
+
+def select_sites(sites: Sequence[Site], n: int | None, seed: int) -> list[Site]:
+    """Pick ``n`` sites spread across operator families and source lines (seeded).
+
+    Round-robin over families; inside a family, round-robin over lines; the order inside
+    each bucket is shuffled with ``seed``.
+    """
+    if n is None or n >= len(sites):
+        return sorted(sites)
+    rng = random.Random(seed)
+    by_family: dict[str, dict[tuple[str, int], list[Site]]] = defaultdict(lambda: defaultdict(list))
+    for site in sorted(sites):
+        by_family[site.operator.split(".")[0]][(site.file, site.line)].append(site)
+    queues = []
+    for family in sorted(by_family):
+        lines = list(by_family[family].values())
+        for bucket in lines:
+            rng.shuffle(bucket)
+        rng.shuffle(lines)
+        order = [bucket[i] for i in range(max(map(len, lines))) for bucket in lines if i < len(bucket)]
+        queues.append(order)
+    rng.shuffle(queues)
+    picked: list[Site] = []
+    while len(picked) < n:
+        for queue in queues:
+            if queue and len(picked) < n:
+                picked.append(queue.pop(0))
+    return sorted(picked)
+
+
+def _lint(design: Design, sources: Sequence[SourceFile]) -> str | None:
+    """None when Verilator accepts the sources (width warnings not fatal), else the reason."""
+    tool = toolchain.find_verilator()
+    with tempfile.TemporaryDirectory(prefix="hwtp-lint-") as tmp:
+        paths = []
+        for src in sources:
+            path = Path(tmp) / src.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(src.text, encoding="utf-8")
+            paths.append(str(path))
+        argv = [str(tool.executable), "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                "--top-module", design.top, *paths]
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120,
+                             env=toolchain.simulator_environment(tool), cwd=tmp)
+    if out.returncode == 0:
+        return None
+    errors = [ln for ln in (out.stderr + out.stdout).splitlines() if "%Error" in ln]
+    return (errors[0] if errors else "Verilator lint failed").replace(tmp + "/", "")
+
+
+def _validate(design: Design, candidates: list[Mutant], jobs: int) -> list[Mutant]:
+    texts: dict[tuple[str, ...], str] = {tuple(s.text for s in design.sources): "golden"}
+    staged = MutantSet(design, 0, tuple(candidates))
+    to_lint: list[Mutant] = []
+    out: dict[str, Mutant] = {}
+    for m in candidates:
+        key = tuple(s.text for s in staged.sources_of(m))
+        if key in texts:
+            out[m.id] = replace(m, status="rejected", reason=f"duplicate of {texts[key]}")
+        else:
+            texts[key] = m.id
+            to_lint.append(m)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m)), to_lint))
+    for m, reason in zip(to_lint, reasons):
+        out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
+    return [out[m.id] for m in candidates]
+
+
+def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str]]:
+    """Schemata sources of the valid mutants, and the ids that could not share the build."""
+    valid = [m for m in mutant_set.valid if m.index]
+    excluded: list[str] = []
+    while True:
+        try:
+            out = []
+            for src in mutant_set.design.sources:
+                pairs = [(m.index, s) for m in valid for s in m.sites if s.file == src.path]
+                out.append(SourceFile(src.path, render(src.text, pairs, module_body_offsets(src.text, src.path))))
+            return tuple(out), excluded
+        except SchemataError as exc:
+            bad = {i for i in exc.indices}
+            excluded.extend(m.id for m in valid if m.index in bad)
+            valid = [m for m in valid if m.index not in bad]
+
+
+def mutate(design: Design, config: MutationConfig) -> MutantSet:
+    """Find, select and validate mutants of ``design`` (no files written)."""
+    sites = select_sites(_find(design, config), config.n, config.seed)
+    candidates = [
+        Mutant(id=f"m{i:04d}", operator=s.operator, file=s.file, line=s.line, col=s.col, original=s.original,
+               replacement=s.standalone, start=s.start, end=s.end, sites=(s,))
+        for i, s in enumerate(sites, start=1)
+    ]
+    checked = _validate(design, candidates, config.jobs)
+    numbered, index = [], 0
+    for m in checked:
+        if m.status == "valid":
+            index += 1
+            m = replace(m, index=index)
+        numbered.append(m)
+    result = MutantSet(design, config.seed, tuple(numbered))
+    _, excluded = schemata_sources(result)
+    if excluded:
+        numbered = [replace(m, status="rejected", index=0, reason="cannot share the schemata build")
+                    if m.id in excluded else m for m in numbered]
+        result = MutantSet(design, config.seed, tuple(numbered))
+    return result
+
+
+def write(mutant_set: MutantSet, outdir: Path) -> Path:
+    """Write the mutant directory; returns the path of mutants.json."""
+    design = mutant_set.design
+    outdir.mkdir(parents=True, exist_ok=True)
+    golden = outdir / "golden"
+    if golden.exists():
+        shutil.rmtree(golden)
+    for src in design.sources:
+        (golden / src.path).parent.mkdir(parents=True, exist_ok=True)
+        (golden / src.path).write_text(src.text, encoding="utf-8")
+    (golden / "spec.md").write_text(design.spec, encoding="utf-8")
+    manifest: dict[str, Any] = {"name": design.name, "top": design.top,
+                                "sources": [s.path for s in design.sources], "spec": "spec.md"}
+    if design.clock:
+        manifest["clock"] = {"port": design.clock.port, "period_ns": design.clock.period_ns}
+    if design.reset:
+        manifest["reset"] = {"port": design.reset.port, "active": design.reset.active, "cycles": design.reset.cycles}
+    (golden / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    schemata, _ = schemata_sources(mutant_set)
+    for src in schemata:
+        (outdir / "schemata" / src.path).parent.mkdir(parents=True, exist_ok=True)
+        (outdir / "schemata" / src.path).write_text(src.text, encoding="utf-8")
+    diffs = outdir / "diffs"
+    diffs.mkdir(exist_ok=True)
+    for m in mutant_set.valid:
+        (diffs / f"{m.id}.diff").write_text(mutant_set.diff(m), encoding="utf-8")
+    path = outdir / MUTANTS_JSON
+    path.write_text(json.dumps(mutant_set.as_json(), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def load(mutdir: Path) -> MutantSet:
+    """Read a mutant directory written by :func:`write`."""
+    path = mutdir / MUTANTS_JSON
+    if not path.is_file():
+        raise MutantError(f"{mutdir}: no {MUTANTS_JSON} (run `hwtp mutate DESIGN -o {mutdir}` first)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        design = load_design(mutdir / "golden")
+        mutants = tuple(Mutant.from_json(m) for m in data["mutants"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MutantError(f"{path}: malformed: {exc}") from exc
+    if data.get("design_hash") != design.content_hash:
+        raise MutantError(f"{path}: design_hash does not match {mutdir / 'golden'} (edited by hand?)")
+    return MutantSet(design, int(data.get("seed", 0)), mutants, mutdir)
+
+
+def set_hash(mutant_set: MutantSet) -> str:
+    """Content hash of a mutant set (design + mutants), for exports and caches."""
+    payload = json.dumps(mutant_set.as_json(), sort_keys=True).encode()
+    return hashlib.sha256(payload).hexdigest()
