@@ -52,11 +52,16 @@ Sleep = Callable[[float], Awaitable[None]]
 class SamplingParams:
     """Sampling parameters sent with every request (``None``/empty ones are left out)."""
 
+    #: Softmax temperature (>= 0); 1.0 samples the policy as trained, as GRPO expects.
     temperature: float = 1.0
+    #: Nucleus sampling mass in (0, 1].
     top_p: float = 1.0
+    #: Cap on generated tokens; None leaves it to the server.
     max_tokens: int | None = None
-    #: With ``n`` single requests, sample ``i`` is sent ``seed + i``.
+    #: Sampling seed. Sample ``i`` (of a request for several) is sent ``seed + i`` when
+    #: requested alone, or ``seed + first index`` for a batch starting at that index.
     seed: int | None = None
+    #: Stop sequences (a single string is taken as one sequence).
     stop: tuple[str, ...] = ()
     #: Default number of samples per prompt (``ChatClient.complete(n=...)`` overrides it).
     n: int = 1
@@ -64,7 +69,8 @@ class SamplingParams:
     response_format: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "stop", tuple(self.stop))
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+        object.__setattr__(self, "stop", stop)
         if self.temperature < 0:
             raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
@@ -94,14 +100,17 @@ class ClientConfig:
 
     #: Base URL including the API prefix, e.g. ``http://127.0.0.1:8000/v1``.
     endpoint: str
+    #: Model name as the endpoint serves it (sent as ``model``; part of the cache key).
     model: str
     #: Environment variable holding the API key; unset or empty means no Authorization header.
     api_key_env: str = env.DEFAULT_API_KEY_VAR
+    #: Longest wait to open a connection.
     connect_timeout: float = 10.0
     #: Longest wait for the next bytes of a response (generation can be slow).
     read_timeout: float = 300.0
     #: Retries after the first attempt of each HTTP request.
     max_retries: int = 5
+    #: Retry ``k`` (from 0) waits uniformly in [0, min(backoff_max, backoff_base * 2**k)].
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     #: Longest wait a ``Retry-After`` header can impose.
@@ -476,7 +485,10 @@ class ChatClient:
             if self._cache is not None:
                 value = asdict(completion)
                 del value["from_cache"]
-                self._cache.put(keys[index], value, replace=self._refresh)
+                try:
+                    self._cache.put(keys[index], value, replace=self._refresh)
+                except PolicyError as exc:  # a sample in hand beats a cached one
+                    log.warning("not cached: %s", exc)
 
     async def _request(
         self, msgs: list[dict[str, Any]], params: SamplingParams, n: int, first: int

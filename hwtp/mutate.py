@@ -21,7 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from hwtp.design import MANIFEST, Design, SourceFile, load_design
+from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.errors import MutantError
 from hwtp.gitlines import changed_lines
 from hwtp.mutators.schemata import SchemataError, render, standalone
@@ -43,6 +46,18 @@ class MutationConfig:
     since: str | None = None                # only sites on lines changed since this git revision
     include_widths: bool = False
     jobs: int = 2
+    depth: int = 1                          # >1: higher-order mutants, mutating mutants
+    branching: int = 2                      # children per mutant at each extra level
+    equivalents: int = 0                    # semantics-preserving variants of golden to add
+    witness_cycles: int = 2000              # witness-search budget per mutant (0: skip)
+
+    def __post_init__(self) -> None:
+        if self.n is not None and self.n < 1:
+            raise MutantError("-n must be at least 1 (or 0 for every site)")
+        if not 1 <= self.depth <= 4:
+            raise MutantError("--depth must be from 1 to 4")
+        if self.branching < 1 or self.equivalents < 0 or self.witness_cycles < 0:
+            raise MutantError("--branching must be >= 1; --equivalents and --witness-cycles >= 0")
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,7 @@ class MutantSet:
     seed: int
     mutants: tuple[Mutant, ...]
     root: Path | None = None
+    witnesses: dict[str, Plan] = field(default_factory=dict, compare=False)
 
     @property
     def valid(self) -> tuple[Mutant, ...]:
@@ -128,15 +144,16 @@ class MutantSet:
                 "mutants": [m.as_json() for m in self.mutants]}
 
 
-def _find(design: Design, config: MutationConfig) -> list[Site]:
+def _find(design: Design, config: MutationConfig, operators: tuple[str, ...] | None = None) -> list[Site]:
     from hwtp.mutators.operators import select
     from hwtp.mutators.sites import find_sites
 
-    operators = select(config.operators) if config.operators else None
+    names = config.operators if operators is None else operators
+    chosen = select(names) if names else None
     sites: list[Site] = []
     for src in design.sources:
-        found = find_sites(src.text, src.path, operators=operators, include_widths=config.include_widths)
-        if not config.operators:
+        found = find_sites(src.text, src.path, operators=chosen, include_widths=config.include_widths)
+        if not names:
             found = [s for s in found if not s.equivalent]
         if config.lines:
             lo, hi = config.lines
@@ -233,28 +250,86 @@ def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], lis
             valid = [m for m in valid if m.index not in bad]
 
 
+def _record(number: int, sites: tuple[Site, ...], parents: tuple[str, ...] = (), klass: str = "unknown") -> Mutant:
+    last = sites[-1]
+    return Mutant(id=f"m{number:04d}", operator=last.operator, file=last.file, line=last.line, col=last.col,
+                  original=last.original, replacement=last.standalone, parents=parents, klass=klass,
+                  start=last.start, end=last.end, sites=sites)
+
+
+def _disjoint(site: Site, others: tuple[Site, ...]) -> bool:
+    return all(site.file != o.file or site.guard_start >= o.guard_end or site.guard_end <= o.guard_start
+               for o in others)
+
+
+def _children(parents: list[Mutant], pool: list[Site], config: MutationConfig, next_number: int) -> list[Mutant]:
+    """Higher-order mutants: each parent mutated again at ``branching`` other places."""
+    rng = random.Random(config.seed * 7919 + next_number)
+    out = []
+    for parent in parents:
+        options = [s for s in pool if _disjoint(s, parent.sites)]
+        rng.shuffle(options)
+        for site in sorted(options[: config.branching]):
+            out.append(_record(next_number, (*parent.sites, site), parents=(parent.id,)))
+            next_number += 1
+    return out
+
+
 def mutate(design: Design, config: MutationConfig) -> MutantSet:
-    """Find, select and validate mutants of ``design`` (no files written)."""
-    sites = select_sites(_find(design, config), config.n, config.seed)
-    candidates = [
-        Mutant(id=f"m{i:04d}", operator=s.operator, file=s.file, line=s.line, col=s.col, original=s.original,
-               replacement=s.standalone, start=s.start, end=s.end, sites=(s,))
-        for i, s in enumerate(sites, start=1)
-    ]
-    checked = _validate(design, candidates, config.jobs)
-    numbered, index = [], 0
-    for m in checked:
-        if m.status == "valid":
-            index += 1
-            m = replace(m, index=index)
-        numbered.append(m)
-    result = MutantSet(design, config.seed, tuple(numbered))
+    """Find, select, validate and classify mutants of ``design`` (no files written)."""
+    pool = _find(design, config)
+    first = [_record(i, (s,)) for i, s in enumerate(select_sites(pool, config.n, config.seed), start=1)]
+    checked = _validate(design, first, config.jobs)
+    level = [m for m in checked if m.status == "valid"]
+    for _ in range(config.depth - 1):
+        children = _validate(design, _children(level, pool, config, len(checked) + 1), config.jobs)
+        checked += children
+        level = [m for m in children if m.status == "valid"]
+    if config.equivalents:
+        eq_sites = select_sites(_find(design, config, ("equivalent",)), config.equivalents, config.seed)
+        eq = [_record(len(checked) + i, (s,), klass="equivalent") for i, s in enumerate(eq_sites, start=1)]
+        checked += _validate(design, eq, config.jobs)
+    result = _number(design, config.seed, checked)
     _, excluded = schemata_sources(result)
     if excluded:
-        numbered = [replace(m, status="rejected", index=0, reason="cannot share the schemata build")
-                    if m.id in excluded else m for m in numbered]
-        result = MutantSet(design, config.seed, tuple(numbered))
+        result = _number(design, config.seed, [
+            replace(m, status="rejected", index=0, reason="cannot share the schemata build")
+            if m.id in excluded else m for m in result.mutants])
+    if config.witness_cycles:
+        result = classify(result, config)
     return result
+
+
+def _number(design: Design, seed: int, mutants: list[Mutant] | tuple[Mutant, ...]) -> MutantSet:
+    """Give valid mutants selector values 1..N in id order."""
+    numbered, index = [], 0
+    for m in mutants:
+        if m.status == "valid":
+            index += 1
+        numbered.append(replace(m, index=index if m.status == "valid" else 0))
+    return MutantSet(design, seed, tuple(numbered))
+
+
+def classify(mutant_set: MutantSet, config: MutationConfig) -> MutantSet:
+    """Search witnesses: killable mutants get one; an 'equivalent' with a witness is rejected."""
+    from hwtp.witness import WitnessConfig, find_witnesses
+
+    schemata, _ = schemata_sources(mutant_set)
+    targets = [(m.id, m.index) for m in mutant_set.valid]
+    if not targets:
+        return mutant_set
+    witness_config = WitnessConfig(cycles=config.witness_cycles, seed=config.seed, jobs=config.jobs)
+    found = find_witnesses(mutant_set.design, schemata, targets, witness_config)
+    out = []
+    for m in mutant_set.mutants:
+        if m.id in found and m.klass == "equivalent":
+            m = replace(m, status="rejected", reason="not equivalent: a witness tells it from golden")
+        elif m.id in found:
+            m = replace(m, klass="killable")
+        out.append(m)
+    numbered = _number(mutant_set.design, mutant_set.seed, out)
+    kept = {m.id for m in numbered.valid}
+    return replace(numbered, witnesses={k: v for k, v in found.items() if k in kept})
 
 
 def write(mutant_set: MutantSet, outdir: Path) -> Path:
@@ -279,8 +354,17 @@ def write(mutant_set: MutantSet, outdir: Path) -> Path:
     for src in schemata:
         (outdir / "schemata" / src.path).parent.mkdir(parents=True, exist_ok=True)
         (outdir / "schemata" / src.path).write_text(src.text, encoding="utf-8")
+    witnesses = outdir / "witnesses"
+    if witnesses.exists():
+        shutil.rmtree(witnesses)
+    if mutant_set.witnesses:
+        witnesses.mkdir()
+    for mid, plan in sorted(mutant_set.witnesses.items()):
+        (witnesses / f"{mid}.yaml").write_text(yaml.safe_dump(to_data(plan), sort_keys=False), encoding="utf-8")
     diffs = outdir / "diffs"
-    diffs.mkdir(exist_ok=True)
+    if diffs.exists():
+        shutil.rmtree(diffs)
+    diffs.mkdir()
     for m in mutant_set.valid:
         (diffs / f"{m.id}.diff").write_text(mutant_set.diff(m), encoding="utf-8")
     path = outdir / MUTANTS_JSON
@@ -301,7 +385,8 @@ def load(mutdir: Path) -> MutantSet:
         raise MutantError(f"{path}: malformed: {exc}") from exc
     if data.get("design_hash") != design.content_hash:
         raise MutantError(f"{path}: design_hash does not match {mutdir / 'golden'} (edited by hand?)")
-    return MutantSet(design, int(data.get("seed", 0)), mutants, mutdir)
+    witnesses = {p.stem: load_plan_file(p) for p in sorted((mutdir / "witnesses").glob("*.yaml"))}
+    return MutantSet(design, int(data.get("seed", 0)), mutants, mutdir, witnesses)
 
 
 def set_hash(mutant_set: MutantSet) -> str:

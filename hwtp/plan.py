@@ -20,7 +20,8 @@ from hwtp.values import Value, ValueError_, parse_value
 if TYPE_CHECKING:
     from hwtp.design import Design
 
-StepKind = Literal["drive", "expect", "wait", "reset"]
+#: ``sample`` is internal (stimulus generation records outputs there); plans never contain it.
+StepKind = Literal["drive", "expect", "wait", "reset", "sample"]
 STEP_KINDS: tuple[StepKind, ...] = ("drive", "expect", "wait", "reset")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Bounds that keep an untrusted plan cheap to check and to simulate.

@@ -147,8 +147,11 @@ class Harness:
         except ValueError:
             return None, str(raw)
 
-    async def run_test(self, test: dict[str, Any], deadline: float) -> dict[str, Any] | None:
-        """Run one test; return its first mismatch, or None when it passes."""
+    async def run_test(self, test: dict[str, Any], deadline: float, trace: list[Any]) -> dict[str, Any] | None:
+        """Run one test; return its first mismatch, or None when it passes.
+
+        ``s`` (sample) ops append ``[step, cycle, [output values...]]`` to ``trace``.
+        """
         for op, arg, step in test["ops"]:
             if time.perf_counter() > deadline:
                 raise _Abort
@@ -169,7 +172,14 @@ class Harness:
                         }
             elif op == "r":
                 await self.do_reset(arg)
+            elif op == "s":
+                await self.settle()
+                trace.append([step, self.cycle, [self._sample(name) for name in self.outputs]])
         return None
+
+    def _sample(self, name: str) -> int | str:
+        got, text = self.read(name)
+        return text if got is None else got
 
     def _shown(self, name: str, got: int | None, text: str) -> int | str:
         if got is None:
@@ -187,9 +197,13 @@ class Harness:
         try:
             for test in evaluation["tests"]:
                 await self.power_on(int(evaluation.get("mutant", 0)))
-                mismatch = await self.run_test(test, deadline)
+                trace: list[Any] = []
+                mismatch = await self.run_test(test, deadline, trace)
                 cycles += self.cycle
-                tests.append({"name": test["name"], "passed": mismatch is None, "mismatch": mismatch})
+                entry = {"name": test["name"], "passed": mismatch is None, "mismatch": mismatch}
+                if trace:
+                    entry["trace"] = trace
+                tests.append(entry)
                 if mismatch is not None:
                     first = first or mismatch
                     if evaluation.get("stop_on_fail", True):

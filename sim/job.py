@@ -48,6 +48,8 @@ def compile_plan(plan: Plan, design: Design) -> tuple[dict[str, Any], ...]:
         for index, step in enumerate(test.steps, start=1):
             if step.kind in ("wait", "reset"):
                 ops.append([step.kind[0], step.count, index])
+            elif step.kind == "sample":
+                ops.append(["s", 0, index])
             elif step.kind == "drive":
                 ops.append(["d", [[n, v.masked(widths[n])[0]] for n, v in step.values], index])
             else:

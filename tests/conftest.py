@@ -34,3 +34,26 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+class _Mutated:
+    """One ``hwtp mutate -n 32`` per design per session, shared by every test that needs it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sets: dict[str, object] = {}
+
+    def __call__(self, name: str) -> object:
+        if name not in self.sets:
+            from hwtp import mutate as engine
+
+            design = load_design(name)
+            result = engine.mutate(design, engine.MutationConfig(n=32, seed=0, jobs=2))
+            engine.write(result, self.root / name)
+            self.sets[name] = engine.load(self.root / name)
+        return self.sets[name]
+
+
+@pytest.fixture(scope="session")
+def mutated(tmp_path_factory: pytest.TempPathFactory) -> _Mutated:
+    return _Mutated(tmp_path_factory.mktemp("mutants"))

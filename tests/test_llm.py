@@ -310,7 +310,9 @@ def test_concurrency_limit(url: str) -> None:
     requests = [ChatRequest(MESSAGES, SamplingParams(seed=i)) for i in range(8)]
     results = complete_many(config(url, concurrency=4), requests)
     assert all(r.ok for r in results)
-    assert 2 <= srv.stats(url)["max_inflight"] <= 4
+    stats = srv.stats(url)
+    assert 2 <= stats["max_inflight"] <= 4
+    assert stats["connections"] <= 4 + 1  # kept alive (+1: this stats request)
 
 
 # --- the response cache ------------------------------------------------------------------------
@@ -519,6 +521,64 @@ def test_injected_client_is_used_and_not_closed(monkeypatch: pytest.MonkeyPatch)
             return http.is_closed
 
     assert asyncio.run(run()) is False
+
+
+def _mock_complete(handler: Any, n: int) -> list[Completion]:
+    async def run() -> list[Completion]:
+        transport = httpx.MockTransport(handler)
+        async with ChatClient(config("http://mock.invalid/v1"), transport=transport) as client:
+            return await client.complete(MESSAGES, n=n)
+
+    return asyncio.run(run())
+
+
+def test_422_naming_n_falls_back_to_single_requests() -> None:
+    seen: list[Any] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body.get("n"))
+        if body.get("n", 1) > 1:
+            detail = [{"loc": ["body", "n"], "msg": "Input should be 1", "type": "literal"}]
+            return httpx.Response(422, json={"detail": detail})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "one"}}]})
+
+    assert [c.text for c in _mock_complete(handler, 3)] == ["one"] * 3
+    assert seen == [3, None, None, None]
+
+
+def test_400_not_about_n_fails_at_once() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(400, json={"error": {"message": "messages must not be empty"}})
+
+    with pytest.raises(PolicyError, match="HTTP 400 Bad Request: messages must not be empty"):
+        _mock_complete(handler, 2)
+    assert len(seen) == 1
+
+
+def test_a_failing_cache_does_not_lose_the_sample(tmp_path: Path) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"choices": [{"message": {"content": "kept"}}]})
+
+    cache = ResponseCache(tmp_path)
+    cache.close()  # every write now fails
+
+    async def run() -> list[Completion]:
+        transport = httpx.MockTransport(handler)
+        cfg = config("http://mock.invalid/v1")
+        async with ChatClient(cfg, transport=transport, cache=cache, refresh=True) as client:
+            return await client.complete(MESSAGES)
+
+    assert [c.text for c in asyncio.run(run())] == ["kept"]
+
+
+def test_sampling_params_body_and_stop() -> None:
+    assert SamplingParams(stop="END").stop == ("END",)
+    assert SamplingParams(stop=["a", "b"]).body()["stop"] == ["a", "b"]  # type: ignore[arg-type]
+    assert SamplingParams(n=8).body() == {"temperature": 1.0, "top_p": 1.0}  # no n, no Nones
 
 
 @pytest.mark.parametrize(

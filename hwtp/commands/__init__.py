@@ -15,6 +15,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.mutate", "mutate"),
     ("hwtp.commands.mutate", "show"),
     ("hwtp.commands.mutate", "apply"),
+    ("hwtp.commands.score", "score_command"),
 )
 
 

@@ -1,0 +1,167 @@
+"""Benchmark of hwtp.llm against the local OpenAI-compatible test server.
+
+Run: ``python bench/bench_llm.py`` (with hwtp importable). Two parts, each measured against a
+baseline in the same run:
+
+1. Throughput: the server waits 50 ms before each answer. Requests per second of the hwtp
+   client at concurrency 1, 8 and 32 against a plain sequential ``httpx.Client`` loop
+   (goal: >= 20x at concurrency 32). Best of ``--rounds`` runs for each.
+2. Overhead: the server answers at once. Time per request of the hwtp client issuing one
+   request at a time (request building, retry bookkeeping, parsing, with and without a
+   response cache write per sample) against bare loops that post and decode the JSON with a
+   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x). The best of several
+   interleaved rounds is kept for each, to damp noise from other load on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hwtp.cache import ResponseCache
+from hwtp.llm import ChatClient, ChatRequest, ClientConfig, SamplingParams, complete_many
+
+DELAY_S = 0.05
+
+
+def _server_helpers() -> Any:
+    path = Path(__file__).resolve().parents[1] / "tests" / "llm_server.py"
+    spec = importlib.util.spec_from_file_location("hwtp_bench_llm_server", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _prompt(i: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You write hardware test plans in YAML."},
+        {"role": "user", "content": f"Design {i}: a 4-bit counter with enable. Write a plan."},
+    ]
+
+
+def _body(i: int) -> dict[str, Any]:
+    return {"model": "bench", "messages": _prompt(i), "temperature": 1.0, "top_p": 1.0}
+
+
+def bare_loop(url: str, count: int) -> float:
+    """Seconds for ``count`` sequential posts with a plain httpx.Client (JSON decoded)."""
+    with httpx.Client(timeout=30) as client:
+        client.post(f"{url}/chat/completions", json=_body(-1)).json()  # warm the connection
+        start = time.perf_counter()
+        for i in range(count):
+            data = client.post(f"{url}/chat/completions", json=_body(i)).json()
+            assert data["choices"][0]["message"]["content"]
+        return time.perf_counter() - start
+
+
+def bare_async_loop(url: str, count: int) -> float:
+    """Seconds for ``count`` sequential posts with a plain httpx.AsyncClient (JSON decoded)."""
+
+    async def run() -> float:
+        async with httpx.AsyncClient(timeout=30) as client:
+            await client.post(f"{url}/chat/completions", json=_body(-1))
+            start = time.perf_counter()
+            for i in range(count):
+                response = await client.post(f"{url}/chat/completions", json=_body(i))
+                assert response.json()["choices"][0]["message"]["content"]
+            return time.perf_counter() - start
+
+    return asyncio.run(run())
+
+
+def hwtp_concurrent(url: str, count: int, concurrency: int) -> float:
+    """Seconds for ``count`` prompts through ``complete_many`` at ``concurrency``."""
+    config = ClientConfig(url, "bench", concurrency=concurrency)
+    requests = [ChatRequest(_prompt(i), SamplingParams()) for i in range(count)]
+    start = time.perf_counter()
+    results = complete_many(config, requests)
+    elapsed = time.perf_counter() - start
+    assert all(r.ok for r in results), [r.error for r in results if r.error][:1]
+    return elapsed
+
+
+def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> float:
+    """Seconds for ``count`` prompts awaited one at a time (cache misses, then writes)."""
+    config = ClientConfig(url, "bench", concurrency=1)
+
+    async def run() -> float:
+        async with ChatClient(config, cache=cache, refresh=True) as client:
+            await client.complete(_prompt(-1))  # warm the connection
+            start = time.perf_counter()
+            for i in range(count):
+                await client.complete(_prompt(i))
+            return time.perf_counter() - start
+
+    return asyncio.run(run())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="hwtp.llm throughput and overhead")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per measurement (best kept)")
+    parser.add_argument("--count", type=int, default=300, help="requests per overhead round")
+    args = parser.parse_args()
+    os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
+    srv = _server_helpers()
+    rows: list[tuple[str, str, str]] = []
+    url, proc = srv.start_server({"delay": DELAY_S, "texts": ["tests:\n  - name: t\n"]})
+    try:
+        seq_count = 40
+        base = max(seq_count / bare_loop(url, seq_count) for _ in range(args.rounds))
+        rows.append(("sequential httpx.Client loop (baseline)", f"{base:8.1f} req/s", "1.0x"))
+        for concurrency in (1, 8, 32):
+            count = max(40, concurrency * 20)
+            rate = max(count / hwtp_concurrent(url, count, concurrency) for _ in range(args.rounds))
+            goal = "  (goal >= 20x)" if concurrency == 32 else ""
+            rows.append(
+                (
+                    f"hwtp complete_many, concurrency {concurrency}",
+                    f"{rate:8.1f} req/s",
+                    f"{rate / base:.1f}x{goal}",
+                )
+            )
+        srv.control(url, texts=["tests:\n  - name: t\n"])  # answer at once
+        per: dict[str, list[float]] = {"sync": [], "async": [], "cache": [], "plain": []}
+        with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp)) as cache:
+            for _ in range(args.rounds):
+                per["sync"].append(bare_loop(url, args.count) / args.count)
+                per["async"].append(bare_async_loop(url, args.count) / args.count)
+                per["cache"].append(hwtp_sequential(url, args.count, cache) / args.count)
+                per["plain"].append(hwtp_sequential(url, args.count, None) / args.count)
+        best = {name: min(times) for name, times in per.items()}
+        sync, bare = best["sync"], best["async"]
+        rows += [
+            ("bare httpx.Client loop, no delay (baseline)", f"{sync * 1e3:8.2f} ms/req", "1.00x"),
+            (
+                "bare httpx.AsyncClient loop, no delay",
+                f"{bare * 1e3:8.2f} ms/req",
+                f"{bare / sync:.2f}x",
+            ),
+        ]
+        for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
+            t = best[name]
+            rows.append(
+                (
+                    f"{label}, no delay",
+                    f"{t * 1e3:8.2f} ms/req",
+                    f"{t / sync:.2f}x vs sync, {t / bare:.2f}x vs async  (goal <= 2x)",
+                )
+            )
+    finally:
+        srv.stop_server(proc)
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measurement':<{width}}  {'result':>16}  ratio")
+    for name, value, ratio in rows:
+        print(f"{name:<{width}}  {value:>16}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()

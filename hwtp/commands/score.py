@@ -1,0 +1,89 @@
+"""``hwtp score``: rewards for plans x states, with a kill matrix."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from hwtp import mutate as engine
+from hwtp.errors import ConfigError
+from hwtp.planset import read_plans
+from hwtp.score import GOLDEN, Outcome, RewardLevels, ScoreConfig, Scores, score
+from hwtp.sim.job import Limits
+
+_CELL = {Outcome.PASSED: ".", Outcome.DETECTED: "K", Outcome.GOLDEN_FAIL: "F", Outcome.INVALID: "I",
+         Outcome.TIMEOUT: "T", Outcome.ERROR: "E"}
+
+
+@contextmanager
+def progress_bar(total: int, label: str) -> Iterator[object]:
+    """A progress bar on a TTY (stderr); a no-op callback otherwise."""
+    if not sys.stderr.isatty() or total <= 0:
+        yield lambda n: None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _levels(text: str) -> RewardLevels:
+    try:
+        invalid, golden_pass, detect = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--reward-levels {text!r}: expected three numbers INVALID,PASS,DETECT") from None
+    return RewardLevels(invalid, golden_pass, detect)
+
+
+def kill_matrix(scores: Scores) -> str:
+    """Plans x states: . passed, K detected, F golden-fail, I invalid, T timeout, E error."""
+    cells = {(r.plan, r.state): _CELL[r.outcome] for r in scores.results}
+    width = max((len(p) for p in scores.plans), default=4)
+    states = [s for s in scores.states if any((p, s) in cells for p in scores.plans)]
+    lines = [f"{'':<{width}}  " + "".join("g" if s == GOLDEN else "m" for s in states)]
+    for plan in scores.plans:
+        lines.append(f"{plan:<{width}}  " + "".join(cells.get((plan, s), " ") for s in states))
+    return "\n".join(lines)
+
+
+@click.command("score")
+@click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--plans", "plan_refs", multiple=True, required=True,
+              help="Plan file, folder of plans (or hwtp plan output), or '-' for stdin. Repeatable.")
+@click.option("--states", default="all", show_default=True, help="all, golden, or comma-separated mutant ids.")
+@click.option("--full-matrix", is_flag=True, help="Score plans from hwtp plan on every state too.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scores JSON here.")
+@click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@click.option("--isolated", is_flag=True, help="Run each evaluation in its own simulator process.")
+@click.option("--max-cycles", type=int, default=100_000, show_default=True, help="Simulated cycles per evaluation.")
+@click.option("--timeout", "wall_s", type=float, default=30.0, show_default=True, help="Wall-clock s per evaluation.")
+@click.option("--reward-levels", default="0,1,2", show_default=True, help="Rewards INVALID,PASS,DETECT.")
+@click.option("--sim", "simulator", default="verilator", show_default=True)
+def score_command(mutdir: Path, plan_refs: tuple[str, ...], states: str, full_matrix: bool,
+                  json_out: Path | None, jobs: int, isolated: bool, max_cycles: int, wall_s: float,
+                  reward_levels: str, simulator: str) -> None:
+    """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
+    mutant_set = engine.load(mutdir)
+    stdin = click.get_text_stream("stdin").read() if "-" in plan_refs else None
+    plans = read_plans(list(plan_refs), stdin)
+    wanted = None if states == "all" else tuple(s.strip() for s in states.split(",") if s.strip())
+    config = ScoreConfig(states=wanted, full_matrix=full_matrix, jobs=max(1, jobs), isolated=isolated,
+                         limits=Limits(max_cycles=max_cycles, wall_s=wall_s), rewards=_levels(reward_levels),
+                         simulator=simulator)
+    total = len(plans) * (1 + len(mutant_set.valid))
+    with progress_bar(total, "scoring") as tick:
+        scores = score(mutant_set, plans, config, progress=tick)  # type: ignore[arg-type]
+    if json_out:
+        json_out.write_text(json.dumps(scores.as_dict(), indent=2) + "\n", encoding="utf-8")
+    click.echo(kill_matrix(scores))
+    rate = scores.evaluations / scores.seconds if scores.seconds else 0.0
+    click.echo(f"{scores.design}: {len(scores.results)} samples, {scores.evaluations} evaluations in "
+               f"{scores.seconds:.2f} s ({rate:.0f}/s); golden pass rate {scores.golden_pass_rate:.0%}, "
+               f"mutation detection rate {scores.detection_rate:.0%}")
+    invalid = [r for r in scores.results if r.outcome == Outcome.INVALID]
+    for r in {r.plan: r for r in invalid}.values():
+        click.echo(f"invalid {r.plan}: {(r.detail or {}).get('reason')}")

@@ -1,0 +1,217 @@
+"""``hwtp score``: plans x states in the schemata build, batched, giving rewards (DESIGN.md "Scores").
+
+A sample is a (state, plan) pair. Each plan is evaluated once on golden, and once on each
+state it is scored on; the golden evaluation is shared by all its samples. Outcomes follow
+DOMAIN.md §2: ``invalid`` and ``golden_fail`` earn the invalid level, ``passed`` the
+golden-pass level, ``detected`` the detect level; a ``timeout`` or ``error`` is
+indeterminate (never a kill).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from hwtp.errors import PlanError, ScoreError
+from hwtp.mutate import MutantSet, schemata_sources
+from hwtp.plan import validate
+from hwtp.planset import PlanInput
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
+from hwtp.sim.runner import Counters, EvalResult, run_job, run_parallel
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+
+GOLDEN = "golden"
+
+
+class Outcome(str, Enum):
+    INVALID = "invalid"
+    GOLDEN_FAIL = "golden_fail"
+    PASSED = "passed"
+    DETECTED = "detected"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class RewardLevels:
+    """Reward of each outcome level (DOMAIN.md §2)."""
+
+    invalid: float = 0.0
+    golden_pass: float = 1.0
+    detect: float = 2.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"invalid": self.invalid, "golden_pass": self.golden_pass, "detect": self.detect}
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    """How ``hwtp score`` runs."""
+
+    states: tuple[str, ...] | None = None   # None: all valid mutants + golden
+    full_matrix: bool = False               # score tied plans on every state too
+    jobs: int = 1
+    isolated: bool = False                  # one simulator process per evaluation
+    limits: Limits = field(default_factory=Limits)
+    rewards: RewardLevels = field(default_factory=RewardLevels)
+    simulator: str = "verilator"
+    cache_root: Path | None = None
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    plan: str
+    state: str
+    outcome: Outcome
+    reward: float
+    detail: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"plan": self.plan, "state": self.state, "outcome": self.outcome.value,
+                "reward": self.reward, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Scores:
+    design: str
+    rewards: RewardLevels
+    results: tuple[SampleResult, ...]
+    states: tuple[str, ...]
+    plans: tuple[str, ...]
+    evaluations: int
+    seconds: float
+    build_seconds: float
+    build_cached: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"design": self.design, "rewards": self.rewards.as_dict(),
+                "results": [r.as_dict() for r in self.results],
+                "stats": {"evaluations": self.evaluations, "seconds": round(self.seconds, 3),
+                          "golden_pass_rate": self.golden_pass_rate,
+                          "detection_rate": self.detection_rate}}
+
+    @property
+    def golden_pass_rate(self) -> float:
+        """Share of plans that pass on golden."""
+        by_plan: dict[str, bool] = {}
+        for r in self.results:
+            ok = r.outcome in (Outcome.PASSED, Outcome.DETECTED) or (
+                r.outcome == Outcome.TIMEOUT and bool(r.detail and r.detail.get("golden") == "pass"))
+            by_plan[r.plan] = by_plan.get(r.plan, False) or ok
+        return sum(by_plan.values()) / len(by_plan) if by_plan else 0.0
+
+    @property
+    def detection_rate(self) -> float:
+        """Share of (mutant state, plan) samples where the plan detects the bug."""
+        mutant = [r for r in self.results if r.state != GOLDEN]
+        return sum(r.outcome == Outcome.DETECTED for r in mutant) / len(mutant) if mutant else 0.0
+
+
+def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[str, int]]:
+    valid = {m.id: m.index for m in mutant_set.valid}
+    if wanted is None:
+        return [(GOLDEN, 0), *valid.items()]
+    out = []
+    for state in wanted:
+        if state == GOLDEN:
+            out.append((GOLDEN, 0))
+        elif state in valid:
+            out.append((state, valid[state]))
+        else:
+            known = ", ".join([GOLDEN, *valid]) if len(valid) < 12 else f"{GOLDEN}, {len(valid)} valid mutants"
+            raise ScoreError(f"--states: unknown or invalid state {state!r} (valid: {known})")
+    return out
+
+
+def samples(plans: Sequence[PlanInput], states: list[tuple[str, int]], full_matrix: bool) -> list[tuple[PlanInput, str]]:
+    """(plan, state) pairs per DESIGN.md: tied plans on their state, plain plans on all."""
+    names = [s for s, _ in states]
+    out = []
+    for p in plans:
+        if p.state is not None and not full_matrix:
+            out.append((p, p.state))
+        else:
+            out.extend((p, s) for s in names)
+    return out
+
+
+def _outcome(golden: EvalResult, state: EvalResult | None, levels: RewardLevels) -> tuple[Outcome, float, dict[str, Any] | None]:
+    if golden.status in ("timeout", "error"):
+        return Outcome(golden.status), levels.invalid, {"on": GOLDEN, "reason": golden.reason}
+    if golden.status == "fail":
+        return Outcome.GOLDEN_FAIL, levels.invalid, golden.first
+    if state is None or state.status == "pass":
+        return Outcome.PASSED, levels.golden_pass, None
+    if state.status == "fail":
+        return Outcome.DETECTED, levels.detect, state.first
+    return Outcome(state.status), levels.golden_pass, {"golden": "pass", "reason": state.reason}
+
+
+def score(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig,
+          progress: Callable[[int], None] | None = None, counters: Counters | None = None) -> Scores:
+    """Score ``plans`` on the states of ``mutant_set``."""
+    design = mutant_set.design
+    states = _states(mutant_set, config.states)
+    index = dict(states) | {m.id: m.index for m in mutant_set.valid}
+    pairs = samples(plans, states, config.full_matrix)
+    compiled: dict[str, tuple[Any, int] | str] = {}
+    for p in plans:
+        try:
+            if p.plan is None:
+                raise PlanError(p.error or "no plan")
+            validate(p.plan, design)
+            compiled[p.id] = (compile_plan(p.plan, design), plan_cycles(p.plan, design))
+        except PlanError as exc:
+            compiled[p.id] = str(exc)
+    wanted: dict[str, Evaluation] = {}
+    for p, state in pairs:
+        entry = compiled[p.id]
+        if isinstance(entry, str):
+            continue
+        if state not in index:
+            raise ScoreError(f"plan {p.id} was written for state {state!r}, which this mutant set does not have")
+        for s in {GOLDEN, state}:
+            key = f"{p.id}@{s}"
+            wanted.setdefault(key, Evaluation(key, entry[0], index[s], cycles=entry[1]))
+    schemata, _ = schemata_sources(mutant_set)
+    build = ensure_build(get_backend(config.simulator), build_sources(design, schemata), WRAPPER_TOP,
+                         root=config.cache_root)
+    start = time.perf_counter()
+    results = _run(build, design, list(wanted.values()), config, progress, counters)
+    seconds = time.perf_counter() - start
+    out = []
+    for p, state in pairs:
+        entry = compiled[p.id]
+        if isinstance(entry, str):
+            out.append(SampleResult(p.id, state, Outcome.INVALID, config.rewards.invalid, {"reason": entry}))
+            continue
+        golden = results[f"{p.id}@{GOLDEN}"]
+        other = None if state == GOLDEN else results[f"{p.id}@{state}"]
+        outcome, reward, detail = _outcome(golden, other, config.rewards)
+        out.append(SampleResult(p.id, state, outcome, reward, detail))
+    return Scores(design.name, config.rewards, tuple(out), tuple(s for s, _ in states),
+                  tuple(p.id for p in plans), len(wanted), seconds, build.seconds, build.cached)
+
+
+def _run(build: Any, design: Any, evaluations: list[Evaluation], config: ScoreConfig,
+         progress: Callable[[int], None] | None, counters: Counters | None) -> dict[str, EvalResult]:
+    if not evaluations:
+        return {}
+    if config.isolated:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(ev: Evaluation) -> EvalResult:
+            return run_job(build, Job(design, (ev,), limits=config.limits), counters=counters, progress=progress)[0]
+
+        with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
+            done = list(pool.map(one, evaluations))
+    else:
+        job = Job(design, tuple(evaluations), limits=config.limits)
+        done = run_parallel(build, job, config.jobs, counters=counters, progress=progress)
+    return {r.id: r for r in done}

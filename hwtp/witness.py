@@ -1,0 +1,90 @@
+"""Killability: search for witnesses with seeded random stimulus in the schemata build.
+
+Each round simulates one random stimulus on golden and on every mutant still without a
+witness, all in one simulator process (the selector switches mutants). The first sample
+where a mutant's outputs differ from golden's gives its witness: the stimulus up to that
+point with golden's outputs expected there, a plan that passes on golden and fails on the
+mutant. Mutants never told apart within the budget stay ``unknown``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwtp.design import Design
+from hwtp.plan import Plan, Step, TestCase
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
+from hwtp.sim.runner import EvalResult, run_parallel
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.stimulus import StimulusConfig, random_stimulus
+from hwtp.values import Value
+
+
+@dataclass(frozen=True)
+class WitnessConfig:
+    """Budget and shape of the witness search."""
+
+    cycles: int = 2000        # simulated cycles per mutant before giving up (--witness-cycles)
+    seed: int = 0
+    stimulus: StimulusConfig = StimulusConfig(tests=4, cycles=16)
+    jobs: int = 1
+
+
+def _first_difference(golden: list[Any], mutant: list[Any]) -> int | None:
+    """Index of the first sample whose outputs differ (golden known there), else None."""
+    for i, (g, m) in enumerate(zip(golden, mutant)):
+        if any(isinstance(gv, int) and gv != mv for gv, mv in zip(g[2], m[2])):
+            return i
+    return None
+
+
+def _witness(design: Design, stimulus: Plan, test_index: int, sample: list[Any], mutant_id: str) -> Plan:
+    """The stimulus test up to ``sample``'s step, expecting golden's outputs there."""
+    test = stimulus.tests[test_index]
+    step_index = int(sample[0])
+    kept = [s for s in test.steps[: step_index - 1] if s.kind != "sample"]
+    expect = tuple((p.name, Value(v)) for p, v in zip(design.outputs, sample[2]) if isinstance(v, int))
+    steps = (*kept, Step("expect", expect))
+    description = f"witness for {mutant_id}: outputs at cycle {sample[1]} differ from the golden design"
+    return Plan((TestCase(f"witness_{mutant_id}", steps, description),), source=f"witness {mutant_id}")
+
+
+def find_witnesses(design: Design, schemata: tuple[Any, ...], mutants: list[tuple[str, int]],
+                   config: WitnessConfig, cache_root: Path | None = None) -> dict[str, Plan]:
+    """Witness plans by mutant id; ``mutants`` pairs ids with selector values."""
+    build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    remaining = dict(mutants)
+    found: dict[str, Plan] = {}
+    spent, round_no = 0, 0
+    while remaining and spent < config.cycles:
+        stimulus = random_stimulus(design, config.seed * 100_003 + round_no, config.stimulus, prefix=f"r{round_no}")
+        compiled = compile_plan(stimulus, design)
+        cycles = plan_cycles(stimulus, design)
+        evaluations = [Evaluation("golden", compiled, 0, stop_on_fail=False, cycles=cycles)]
+        evaluations += [Evaluation(mid, compiled, k, stop_on_fail=False, cycles=cycles) for mid, k in remaining.items()]
+        results = {r.id: r for r in run_parallel(build, Job(design, tuple(evaluations), limits=Limits()), config.jobs)}
+        golden = results["golden"]
+        if golden.status != "pass":
+            break  # golden itself misbehaves (should not happen): leave the rest unknown
+        for mid in list(remaining):
+            plan = _compare(design, stimulus, golden, results[mid], mid)
+            if plan is not None:
+                found[mid] = plan
+                del remaining[mid]
+        spent += cycles
+        round_no += 1
+    return found
+
+
+def _compare(design: Design, stimulus: Plan, golden: EvalResult, mutant: EvalResult, mid: str) -> Plan | None:
+    if mutant.status != "pass":
+        return None  # a timeout or crash proves nothing
+    for i, (g, m) in enumerate(zip(golden.tests, mutant.tests)):
+        where = _first_difference(g.get("trace", []), m.get("trace", []))
+        if where is not None:
+            return _witness(design, stimulus, i, g["trace"][where], mid)
+    return None

@@ -1,0 +1,214 @@
+"""hwtp mutate: mutant quality, schemata agreement, witnesses, outputs and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hwtp import mutate as engine
+from hwtp.design import load_design, shipped_names
+from hwtp.errors import MutantError
+from hwtp.planset import PlanInput
+from hwtp.plan import load_plan_file
+from hwtp.score import GOLDEN, Outcome, ScoreConfig, score
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.runner import run_job
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", shipped_names())
+def test_mutants_meet_the_quality_bar(name: str, mutated) -> None:
+    result = mutated(name)
+    valid = result.valid
+    assert len(valid) >= 20 or len(result.mutants) < 32, [m.reason for m in result.mutants if m.status != "valid"]
+    killable = [m for m in valid if m.klass == "killable"]
+    assert len(killable) >= 0.8 * len(valid), f"{len(killable)}/{len(valid)} killable"
+    for m in valid:
+        # standalone differs from golden exactly at the recorded span, and nowhere else
+        golden = result.design.source(m.file).text.encode()
+        mutant = next(s for s in result.sources_of(m) if s.path == m.file).text.encode()
+        assert golden[: m.start] == mutant[: m.start]
+        assert golden[m.end :] == mutant[m.start + len(m.replacement.encode()) :]
+        assert golden[m.start : m.end].decode() == m.original
+        assert "hwtp" not in mutant.decode().replace(result.design.source(m.file).text, "")
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", shipped_names())
+def test_witnesses_pass_golden_and_kill_their_mutant(name: str, mutated) -> None:
+    result = mutated(name)
+    assert set(result.witnesses) == {m.id for m in result.valid if m.klass == "killable"}
+    plans = [PlanInput(mid, plan, state=mid) for mid, plan in sorted(result.witnesses.items())]
+    scores = score(result, plans, ScoreConfig(jobs=2))
+    assert {r.outcome for r in scores.results} == {Outcome.DETECTED}, [
+        (r.plan, r.outcome, r.detail) for r in scores.results if r.outcome != Outcome.DETECTED]
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", shipped_names())
+def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
+    """Sampled in CI (3 mutants per design, standalone builds cost seconds each);
+    bench/check_schemata.py runs the same check on every valid mutant."""
+    result = mutated(name)
+    design = result.design
+    reference = load_plan_file(design.root.parent.parent / "designs" / name / "plans" / "reference.yaml") \
+        if False else load_plan_file(load_design(name).root / "plans" / "reference.yaml")
+    valid = list(result.valid)
+    picks = {valid[0].id: valid[0], valid[len(valid) // 2].id: valid[len(valid) // 2], valid[-1].id: valid[-1]}
+    compiled, cycles = compile_plan(reference, design), plan_cycles(reference, design)
+    schemata, _ = engine.schemata_sources(result)
+    backend = get_backend("verilator")
+    build = ensure_build(backend, build_sources(design, schemata), WRAPPER_TOP)
+    evals = tuple(Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in picks.values())
+    in_schemata = {r.id: r for r in run_job(build, Job(design, evals))}
+    for mid, m in picks.items():
+        alone = ensure_build(backend, build_sources(design, result.sources_of(m)), WRAPPER_TOP)
+        got = run_job(alone, Job(design, (Evaluation(mid, compiled, 0, stop_on_fail=False, cycles=cycles),)))[0]
+        assert (got.status, got.first, got.tests) == (in_schemata[mid].status, in_schemata[mid].first,
+                                                      in_schemata[mid].tests), mid
+
+
+@pytest.mark.sim
+def test_same_seed_gives_byte_identical_mutants_json(tmp_path: Path) -> None:
+    design = load_design("priority_encoder")
+    config = engine.MutationConfig(n=12, seed=7, witness_cycles=200)
+    a = engine.write(engine.mutate(design, config), tmp_path / "a").read_bytes()
+    b = engine.write(engine.mutate(design, config), tmp_path / "b").read_bytes()
+    assert a == b
+    c = engine.write(engine.mutate(design, engine.MutationConfig(n=12, seed=8, witness_cycles=200)), tmp_path / "c")
+    assert c.read_bytes() != a
+
+
+def test_selection_spreads_over_families_and_lines() -> None:
+    from hwtp.mutators.sites import find_sites
+
+    design = load_design("alu_flags")
+    sites = find_sites(design.sources[0].text, design.sources[0].path)
+    picked = engine.select_sites(sites, 12, seed=0)
+    families = {s.operator.split(".")[0] for s in picked}
+    lines = {s.line for s in picked}
+    assert len(families) >= 6 and len(lines) >= 8
+    assert picked == engine.select_sites(sites, 12, seed=0)
+
+
+def test_tree_mutation_and_equivalents(tmp_path: Path) -> None:
+    design = load_design("magnitude_comparator")
+    config = engine.MutationConfig(n=4, depth=2, branching=2, equivalents=3, witness_cycles=0)
+    result = engine.mutate(design, config)
+    children = [m for m in result.mutants if m.parents]
+    assert children and all(len(m.sites) == 2 for m in children)
+    first_order = {m.id for m in result.mutants if not m.parents}
+    assert all(set(m.parents) <= first_order for m in children)
+    equivalents = [m for m in result.mutants if m.klass == "equivalent"]
+    assert equivalents and all(m.sites[0].equivalent for m in equivalents)
+
+
+@pytest.mark.sim
+def test_equivalent_states_are_never_killed(tmp_path: Path) -> None:
+    design = load_design("adder_carry")
+    result = engine.mutate(design, engine.MutationConfig(n=2, equivalents=4, witness_cycles=400))
+    eq = [m for m in result.mutants if m.klass == "equivalent"]
+    assert eq and all(m.status == "valid" for m in eq), [(m.id, m.reason) for m in eq]
+    reference = load_plan_file(design.root / "plans" / "reference.yaml")
+    scores = score(result, [PlanInput("ref", reference)], ScoreConfig(states=tuple(m.id for m in eq)))
+    assert {r.outcome for r in scores.results} == {Outcome.PASSED}
+
+
+def test_cli_outputs_show_and_apply(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    code, text, err = run_cli("mutate", "gray_converter", "-o", out, "-n", "5", "--witness-cycles", "0")
+    assert code == 0, err
+    data = json.loads((out / "mutants.json").read_text())
+    assert data["design"] == "gray_converter" and len(data["mutants"]) == 5
+    first = next(m for m in data["mutants"] if m["status"] == "valid")
+    assert set(first) >= {"id", "operator", "file", "line", "col", "original", "replacement", "parents",
+                          "status", "class", "reason"}
+    code, diff, _ = run_cli("show", out, first["id"])
+    assert code == 0 and diff.startswith("--- a/") and f"+" in diff
+    target = tmp_path / "mutant.v"
+    code, _, _ = run_cli("apply", out, first["id"], "-o", target)
+    assert code == 0
+    golden = load_design("gray_converter").sources[0].text
+    assert target.read_text() != golden and "hwtp" not in target.read_text()
+    code, _, err = run_cli("show", out, "m9999")
+    assert code == 2 and "no mutant" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["--operators", "nosuch"], 2, "families:"),
+        (["--lines", "x-y"], 2, "--lines"),
+        (["-n", "-3"], 2, "-n"),
+    ],
+)
+def test_cli_bad_options(run_cli, tmp_path: Path, args: list[str], code: int, needle: str) -> None:
+    got, _, err = run_cli("mutate", "adder_carry", "-o", tmp_path / "m", "--witness-cycles", "0", *args)
+    assert got == code and needle in err and "Traceback" not in err
+
+
+def test_unparsable_verilog_exits_2_with_location(run_cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.v"
+    bad.write_text("module bad(input a, output b);\n  assign b = (a;\nendmodule\n")
+    code, _, err = run_cli("mutate", bad, "-o", tmp_path / "m")
+    assert code == 2 and "bad.v:2:" in err
+
+
+def test_no_mutable_site_is_a_clear_note(run_cli, tmp_path: Path) -> None:
+    wire = tmp_path / "wire.v"
+    wire.write_text("module wire_through(input a, output b);\n  buf u0 (b, a);\nendmodule\n")
+    code, out, err = run_cli("mutate", wire, "-o", tmp_path / "m", "--witness-cycles", "0")
+    assert code == 0, err
+    assert "no mutable site" in out
+    assert json.loads((tmp_path / "m" / "mutants.json").read_text())["mutants"] == []
+
+
+def test_more_than_all_sites_takes_all_with_a_note(run_cli, tmp_path: Path) -> None:
+    small = tmp_path / "small.v"
+    small.write_text("module tiny_add(input [3:0] a, b, output [3:0] y);\n  assign y = a + b;\nendmodule\n")
+    code, out, err = run_cli("mutate", small, "-o", tmp_path / "m", "-n", "500", "--witness-cycles", "0")
+    assert code == 0, err
+    assert "took all of them" in out
+
+
+def test_since_outside_git_is_exit_2(run_cli, tmp_path: Path) -> None:
+    small = tmp_path / "small.v"
+    small.write_text("module tiny_add(input [3:0] a, b, output [3:0] y);\n  assign y = a + b;\nendmodule\n")
+    code, _, err = run_cli("mutate", small, "-o", tmp_path / "m", "--since", "HEAD~1")
+    assert code == 2 and "--since" in err
+
+
+def test_since_restricts_to_changed_lines(run_cli, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    src = repo / "alu.v"
+    src.write_text("module alu(input [3:0] a, b, output [3:0] y, output [3:0] z);\n"
+                   "  assign y = a + b;\n  assign z = a & b;\nendmodule\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    src.write_text(src.read_text().replace("a & b", "a | b"))
+    code, _, err = run_cli("mutate", src, "-o", tmp_path / "m", "--since", "HEAD", "-n", "0", "--witness-cycles", "0")
+    assert code == 0, err
+    lines = {m["line"] for m in json.loads((tmp_path / "m" / "mutants.json").read_text())["mutants"]}
+    assert lines == {3}
+
+
+def test_load_rejects_a_tampered_set(tmp_path: Path) -> None:
+    design = load_design("gray_converter")
+    engine.write(engine.mutate(design, engine.MutationConfig(n=3, witness_cycles=0)), tmp_path / "m")
+    src = tmp_path / "m" / "golden" / design.sources[0].path
+    src.write_text(src.read_text() + "\n// edited\n")
+    with pytest.raises(MutantError, match="design_hash"):
+        engine.load(tmp_path / "m")
+
+
+def test_golden_constant_is_the_golden_state() -> None:
+    assert GOLDEN == "golden"
