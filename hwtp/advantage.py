@@ -80,43 +80,51 @@ class AdvantageConfig:
     would hold them (group sums are still accumulated in float64)."""
 
     def __post_init__(self) -> None:
-        for name, kind in (("baseline", Baseline), ("scale", Scale), ("singleton", Singleton),
-                           ("epsilon_mode", EpsilonMode), ("dtype", DType)):
-            _one_of(name, getattr(self, name), get_args(kind))
-        if isinstance(self.ddof, bool) or not isinstance(self.ddof, (int, np.integer)) or (
-            self.ddof < 0
+        for name, kind in (
+            ("baseline", Baseline),
+            ("scale", Scale),
+            ("singleton", Singleton),
+            ("epsilon_mode", EpsilonMode),
+            ("dtype", DType),
         ):
-            raise ConfigError(f"ddof={self.ddof!r} must be an integer >= 0 "
-                              "(1: sample std, 0: population std)")
+            _one_of(name, getattr(self, name), get_args(kind))
+        integer = isinstance(self.ddof, (int, np.integer)) and not isinstance(self.ddof, bool)
+        if not integer or self.ddof < 0:
+            raise ConfigError(f"ddof={self.ddof!r} must be an integer >= 0 (1: sample std, 0: population std)")
         if not _is_number(self.epsilon) or self.epsilon < 0:
             raise ConfigError(f"epsilon={self.epsilon!r} must be a finite number >= 0")
         if self.clip is not None and not (_is_number(self.clip) and self.clip > 0):
-            raise ConfigError(f"clip={self.clip!r} must be a positive number "
-                              "(or None for no clipping)")
+            raise ConfigError(f"clip={self.clip!r} must be a positive number (or None for no clipping)")
         self._check_outcomes()
         if self.scale == "leave-one-out-std" and self.baseline != "leave-one-out":
-            raise ConfigError("scale='leave-one-out-std' goes with baseline='leave-one-out'; "
-                              "with baseline='mean' use scale='group-std'")
+            raise ConfigError(
+                "scale='leave-one-out-std' goes with baseline='leave-one-out'; "
+                "with baseline='mean' use scale='group-std'"
+            )
         if self.scale == "none":
             return
         if self.epsilon_mode == "add" and self.epsilon == 0:
-            raise ConfigError("epsilon=0 with epsilon_mode='add' divides by zero where σ=0; "
-                              "set epsilon > 0 or use epsilon_mode='where-positive'")
+            raise ConfigError(
+                "epsilon=0 with epsilon_mode='add' divides by zero where σ=0; "
+                "set epsilon > 0 or use epsilon_mode='where-positive'"
+            )
         if self.scale == "leave-one-out-std" and self.epsilon_mode == "add":
-            raise ConfigError("scale='leave-one-out-std' has σ=0 whenever the other samples agree "
-                              "(one success among failures), and 'add' would divide by epsilon "
-                              "alone; use epsilon_mode='where-positive' (as NeMo-RL does)")
+            raise ConfigError(
+                "scale='leave-one-out-std' has σ=0 whenever the other samples agree "
+                "(one success among failures), and 'add' would divide by epsilon "
+                "alone; use epsilon_mode='where-positive' (as NeMo-RL does)"
+            )
 
     def _check_outcomes(self) -> None:
         raw: object = self.exclude_outcomes
         if isinstance(raw, str) or not isinstance(raw, Iterable):
-            raise ConfigError(f"exclude_outcomes={raw!r} must be a set of outcome names, "
-                              f"e.g. {{'timeout', 'error'}}")
+            raise ConfigError(f"exclude_outcomes={raw!r} must be a set of outcome names, e.g. {{'timeout', 'error'}}")
         names = frozenset(raw)
         unknown = sorted(str(name) for name in names - set(OUTCOMES))
         if unknown:
-            raise ConfigError(f"exclude_outcomes: unknown outcome(s) {', '.join(unknown)}; "
-                              f"valid: {', '.join(OUTCOMES)}")
+            raise ConfigError(
+                f"exclude_outcomes: unknown outcome(s) {', '.join(unknown)}; valid: {', '.join(OUTCOMES)}"
+            )
         object.__setattr__(self, "exclude_outcomes", names)
 
 
@@ -162,15 +170,21 @@ def preset(name: str, **overrides: Any) -> AdvantageConfig:
     valid = [f.name for f in dataclasses.fields(AdvantageConfig)]
     unknown = sorted(set(overrides) - set(valid))
     if unknown:
-        raise ConfigError(f"unknown advantage option(s) {', '.join(unknown)}; "
-                          f"valid: {', '.join(valid)}")
+        raise ConfigError(f"unknown advantage option(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
     return dataclasses.replace(PRESETS[name], **overrides)
 
 
 def _factorize(groups: npt.ArrayLike | Sequence[Any], size: int) -> Codes:
-    """Integer codes ``0..G-1`` for group ids (any hashables), one per sample."""
+    """Non-negative integer codes for group ids (any hashables), one per sample.
+
+    Codes may leave gaps (unused codes are empty groups, which every caller tolerates).
+    """
     arr = np.asarray(groups)
     if arr.ndim == 1 and arr.dtype != object and arr.size == size:
+        if size and arr.dtype.kind in "iu":  # small integer ids index the groups directly
+            low = int(arr.min())
+            if int(arr.max()) - low < 4 * size:
+                return (arr - low).astype(np.intp)
         if size and bool(np.all(arr[1:] >= arr[:-1])):  # already sorted: skip the sort
             return np.concatenate(([0], np.cumsum(arr[1:] != arr[:-1]))).astype(np.intp)
         return np.unique(arr, return_inverse=True)[1].reshape(-1).astype(np.intp)
@@ -193,8 +207,7 @@ def _std(ss: Floats, count: Floats, ddof: int) -> Floats:
     return np.sqrt(np.maximum(np.divide(ss, dof, out=np.zeros_like(ss), where=dof > 0), 0.0))
 
 
-def _loo_scaled(r: Floats, g: Codes, d: Floats, n: Floats, centred: Floats,
-                cfg: AdvantageConfig) -> Floats:
+def _loo_scaled(r: Floats, g: Codes, d: Floats, n: Floats, centred: Floats, cfg: AdvantageConfig) -> Floats:
     """``centred / (σ₋ᵢ + ε)`` with σ₋ᵢ the std of the other samples (Welford downdate)."""
     size = n.size
     ni = n[g]
@@ -286,30 +299,28 @@ def compute_advantages(
         raise ScoreError(f"reward at index {int(np.argmin(np.isfinite(r)))} is not finite")
     codes = _factorize(groups, r.size)
     r64 = r.astype(np.float64)
-    out = np.zeros(r.size, dtype=np.float64)
     if outcomes is None or not cfg.exclude_outcomes:
-        out = _core(r64, codes, cfg)
-    else:
-        kinds = np.asarray(outcomes, dtype=object)
-        if kinds.shape != r.shape:
-            raise ScoreError(f"outcomes has shape {kinds.shape} but rewards has {r.shape}")
-        keep = ~np.isin(kinds, list(cfg.exclude_outcomes))
-        out[keep] = _core(r64[keep], codes[keep], cfg)
-    return out.astype(cfg.dtype)
+        return _core(r64, codes, cfg).astype(cfg.dtype)
+    kinds = np.asarray(outcomes).astype(str)
+    if kinds.shape != r.shape:
+        raise ScoreError(f"outcomes has shape {kinds.shape} but rewards has {r.shape}")
+    keep = ~np.isin(kinds, sorted(cfg.exclude_outcomes))
+    out = np.zeros(r.size, dtype=cfg.dtype)
+    out[keep] = _core(r64[keep], codes[keep], cfg)
+    return out
 
 
-def _zero_groups(advantages: npt.ArrayLike, groups: npt.ArrayLike | Sequence[Any],
-                 atol: float) -> tuple[int, int]:
+def _zero_groups(advantages: npt.ArrayLike, groups: npt.ArrayLike | Sequence[Any], atol: float) -> tuple[int, int]:
     a = np.asarray(advantages, dtype=np.float64).reshape(-1)
     if a.size == 0:
         return 0, 0
     codes = _factorize(groups, a.size)
+    present = np.bincount(codes) > 0
     live = np.bincount(codes, weights=np.abs(a) > atol)
-    return int(live.size), int(np.count_nonzero(live == 0))
+    return int(np.count_nonzero(present)), int(np.count_nonzero(present & (live == 0)))
 
 
-def zero_advantage_share(advantages: npt.ArrayLike, groups: npt.ArrayLike | Sequence[Any],
-                         atol: float = 1e-9) -> float:
+def zero_advantage_share(advantages: npt.ArrayLike, groups: npt.ArrayLike | Sequence[Any], atol: float = 1e-9) -> float:
     """Share of groups whose advantages are all within ``atol`` of 0 (0.0 for no groups).
 
     This is the collapse GRPO-SMu exists to lower: such groups teach the policy nothing.
@@ -332,8 +343,7 @@ def _check_result(item: object, where: str) -> dict[str, Any]:
         if not isinstance(item.get(key), str) or not item[key]:
             raise _fail(f"{where}.{key}", f"expected a non-empty string, got {item.get(key)!r}")
     if item["outcome"] not in OUTCOMES:
-        raise _fail(f"{where}.outcome",
-                    f"unknown outcome {item['outcome']!r}; valid: {', '.join(OUTCOMES)}")
+        raise _fail(f"{where}.outcome", f"unknown outcome {item['outcome']!r}; valid: {', '.join(OUTCOMES)}")
     reward = item.get("reward")
     if not _is_number(reward):
         raise _fail(f"{where}.reward", f"expected a finite number, got {reward!r}")
@@ -349,8 +359,7 @@ def flatten_scores(scores: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> l
     for i, doc in enumerate(files):
         where = f"scores[{i}]" if many else "scores"
         if not isinstance(doc, Mapping):
-            raise _fail(where, "expected an object with 'design' and 'results', "
-                               f"got {type(doc).__name__}")
+            raise _fail(where, f"expected an object with 'design' and 'results', got {type(doc).__name__}")
         design = doc.get("design")
         if not isinstance(design, str) or not design:
             raise _fail(f"{where}.design", f"expected a non-empty string, got {design!r}")
@@ -379,8 +388,9 @@ def group_ids(records: Sequence[Mapping[str, Any]], by: GroupBy) -> list[str]:
     return ["batch"] * len(records)
 
 
-def _advantages_of(records: list[dict[str, Any]], config: AdvantageConfig,
-                   by: GroupBy) -> tuple[list[str], npt.NDArray[np.floating[Any]]]:
+def _advantages_of(
+    records: list[dict[str, Any]], config: AdvantageConfig, by: GroupBy
+) -> tuple[list[str], npt.NDArray[np.floating[Any]]]:
     ids = group_ids(records, by)
     rewards = [rec["reward"] for rec in records]
     outcomes = [rec["outcome"] for rec in records]

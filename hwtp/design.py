@@ -173,9 +173,7 @@ def load_design(
         shipped = shipped_root() / ref
         if (shipped / MANIFEST).is_file():
             return _load_folder(shipped, shipped=True)
-        raise DesignError(
-            f"{ref}: no such file, folder or shipped design (shipped: {', '.join(shipped_names())})"
-        )
+        raise DesignError(f"{ref}: no such file, folder or shipped design (shipped: {', '.join(shipped_names())})")
     if path.is_dir():
         if not (path / MANIFEST).is_file():
             raise DesignError(f"{path}: folder has no {MANIFEST}")
@@ -209,7 +207,9 @@ def _load_folder(folder: Path, shipped: bool = False) -> Design:
     unknown = sorted(set(data) - _MANIFEST_KEYS)
     if unknown:
         raise _manifest_error(
-            manifest_path, located, (unknown[0],),
+            manifest_path,
+            located,
+            (unknown[0],),
             f"unknown field (valid: {', '.join(sorted(_MANIFEST_KEYS))})",
         )
     name = _required_name(manifest_path, located, data, "name")
@@ -218,9 +218,7 @@ def _load_folder(folder: Path, shipped: bool = False) -> Design:
     if not isinstance(sources_field, list) or not sources_field:
         raise _manifest_error(manifest_path, located, ("sources",), "expected a non-empty list of paths")
     root = folder.resolve()
-    sources = tuple(
-        _read_source(root, manifest_path, located, i, rel) for i, rel in enumerate(sources_field)
-    )
+    sources = tuple(_read_source(root, manifest_path, located, i, rel) for i, rel in enumerate(sources_field))
     spec = ""
     if data.get("spec") is not None:
         spec_rel = data["spec"]
@@ -295,9 +293,7 @@ def _parse_reset(path: Path, located: yamlio.Located, value: Any) -> Reset | Non
     return Reset(value["port"], active, cycles)
 
 
-def _ports_or_error(
-    sources: tuple[SourceFile, ...], top: str, path: Path, located: yamlio.Located
-) -> tuple[Port, ...]:
+def _ports_or_error(sources: tuple[SourceFile, ...], top: str, path: Path, located: yamlio.Located) -> tuple[Port, ...]:
     try:
         return elaborate(sources, top)
     except DesignError as exc:
@@ -312,9 +308,7 @@ def _check_control_ports(design: Design, where: Path) -> None:
             continue
         port = design.port(name)
         if port is None or port.direction != "input" or port.width != 1:
-            raise DesignError(
-                f"{where}: {role}: port {name!r} must be a 1-bit input of module {design.top}"
-            )
+            raise DesignError(f"{where}: {role}: port {name!r} must be a 1-bit input of module {design.top}")
 
 
 def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset | None) -> Design:
@@ -338,8 +332,15 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
         clk = next((n for n in ("clk", "clock", "i_clk", "clk_i") if n in names), None)
         clock = Clock(clk, 10.0) if clk else None
     if reset is None and clock is not None:
-        for name, active in (("rst_n", "low"), ("rstn", "low"), ("reset_n", "low"), ("rst_ni", "low"),
-                             ("rst", "high"), ("reset", "high"), ("rst_i", "high")):
+        for name, active in (
+            ("rst_n", "low"),
+            ("rstn", "low"),
+            ("reset_n", "low"),
+            ("rst_ni", "low"),
+            ("rst", "high"),
+            ("reset", "high"),
+            ("rst_i", "high"),
+        ):
             if name in names:
                 reset = Reset(name, active, 2)  # type: ignore[arg-type]
                 break

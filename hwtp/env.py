@@ -46,6 +46,7 @@ def base_environment() -> dict[str, str]:
     """A copy of the process environment, for building a subprocess environment."""
     return dict(os.environ)
 
+
 #: Set by the host for the simulator process: path of the job file the harness runs.
 JOB_VAR = "HWTP_JOB"
 #: Set by the host for the simulator process: path of the JSON-lines results file.

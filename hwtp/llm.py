@@ -239,9 +239,7 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     return rng.uniform(0.0, min(cap, base * 2.0 ** min(attempt, 60)))
 
 
-def retry_delay(
-    attempt: int, config: ClientConfig, retry_after: float | None, rng: random.Random
-) -> float:
+def retry_delay(attempt: int, config: ClientConfig, retry_after: float | None, rng: random.Random) -> float:
     """The wait before retry ``attempt + 1``: the backoff, but never less than ``Retry-After``
     (itself capped at ``config.retry_after_max``)."""
     delay = backoff_delay(attempt, config.backoff_base, config.backoff_max, rng)
@@ -301,7 +299,7 @@ class ChatClient:
         self.config = config
         self._cache = cache
         self._refresh = refresh
-        self._rng = rng or random.Random()  # noqa: S311 (jitter, not cryptography)
+        self._rng = rng or random.Random()
         self._sleep = sleep
         self._secret = env.api_key(config.api_key_env)
         self._headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
@@ -344,9 +342,7 @@ class ChatClient:
         for owned in self._owned:
             await owned.aclose()
 
-    def _new_client(
-        self, transport: httpx.AsyncBaseTransport | None, connections: int
-    ) -> httpx.AsyncClient:
+    def _new_client(self, transport: httpx.AsyncBaseTransport | None, connections: int) -> httpx.AsyncClient:
         return httpx.AsyncClient(
             transport=transport,
             verify=_ssl_context(),
@@ -386,9 +382,7 @@ class ChatClient:
                 if not found:
                     raise
                 got = [found[i] for i in sorted(found)]
-                raise PartialCompletionsError(
-                    f"{exc} ({len(got)} of {count} samples received)", got
-                ) from exc
+                raise PartialCompletionsError(f"{exc} ({len(got)} of {count} samples received)", got) from exc
         return [found[i] for i in range(count)]
 
     async def complete_many(self, requests: Sequence[ChatRequest]) -> list[RequestResult]:
@@ -430,9 +424,7 @@ class ChatClient:
                 reply = await self._request(msgs, params, len(missing), missing[0])
             except _NRejected as exc:
                 self.supports_n = False
-                log.info(
-                    "%s refused n=%d (%s); using single requests", self._where, len(missing), exc
-                )
+                log.info("%s refused n=%d (%s); using single requests", self._where, len(missing), exc)
             else:
                 self._record(reply, missing, found, keys)
                 if len(reply.choices) < len(missing):
@@ -448,9 +440,7 @@ class ChatClient:
             await self._single(msgs, params, missing[0], found, keys)
             return
         singles = [self._single(msgs, params, i, found, keys) for i in missing]
-        errors = [
-            r for r in await asyncio.gather(*singles, return_exceptions=True) if r is not None
-        ]
+        errors = [r for r in await asyncio.gather(*singles, return_exceptions=True) if r is not None]
         for error in errors:
             if not isinstance(error, PolicyError):
                 raise error
@@ -468,9 +458,7 @@ class ChatClient:
         reply = await self._request(msgs, params, 1, index)
         self._record(reply, [index], found, keys)
 
-    def _record(
-        self, reply: _Reply, indices: list[int], found: dict[int, Completion], keys: list[str]
-    ) -> None:
+    def _record(self, reply: _Reply, indices: list[int], found: dict[int, Completion], keys: list[str]) -> None:
         for pos, (index, (text, finish)) in enumerate(zip(indices, reply.choices, strict=False)):
             completion = Completion(
                 text=text,
@@ -490,9 +478,7 @@ class ChatClient:
                 except PolicyError as exc:  # a sample in hand beats a cached one
                     log.warning("not cached: %s", exc)
 
-    async def _request(
-        self, msgs: list[dict[str, Any]], params: SamplingParams, n: int, first: int
-    ) -> _Reply:
+    async def _request(self, msgs: list[dict[str, Any]], params: SamplingParams, n: int, first: int) -> _Reply:
         body: dict[str, Any] = {"model": self.config.model, "messages": msgs, **params.body()}
         if params.seed is not None:
             body["seed"] = params.seed + first
@@ -523,15 +509,11 @@ class ChatClient:
         lane = await self._lanes.get()  # waits while config.concurrency requests are out
         start = time.perf_counter()
         try:
-            response = await lane.post(
-                self._url, json=body, headers=self._headers, timeout=self._timeout
-            )
+            response = await lane.post(self._url, json=body, headers=self._headers, timeout=self._timeout)
         except _RETRY_ERRORS as exc:
             raise _Transient(f"{type(exc).__name__} {self._scrub(str(exc))}".strip()) from None
         except httpx.HTTPError as exc:
-            raise PolicyError(
-                f"{self._where}: {type(exc).__name__} {self._scrub(str(exc))}"
-            ) from None
+            raise PolicyError(f"{self._where}: {type(exc).__name__} {self._scrub(str(exc))}") from None
         finally:
             self._lanes.put_nowait(lane)
         latency = time.perf_counter() - start
@@ -662,10 +644,7 @@ def complete_many(
     except RuntimeError:
         pass
     else:
-        raise ConfigError(
-            "complete_many() cannot run inside an event loop; "
-            "await ChatClient.complete_many() instead"
-        )
+        raise ConfigError("complete_many() cannot run inside an event loop; await ChatClient.complete_many() instead")
 
     async def run() -> list[RequestResult]:
         async with ChatClient(config, transport=transport, cache=cache, refresh=refresh) as client:

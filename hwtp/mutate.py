@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 
 from hwtp.design import MANIFEST, Design, SourceFile, load_design
-from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.errors import MutantError
 from hwtp.gitlines import changed_lines
 from hwtp.mutators.schemata import SchemataError, render, standalone
 from hwtp.mutators.site import Site
+from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.rtl import module_body_offsets
 from hwtp.sim import toolchain
 
@@ -39,17 +39,17 @@ MUTANTS_JSON = "mutants.json"
 class MutationConfig:
     """What ``hwtp mutate`` does; every field is a CLI option."""
 
-    n: int | None = 32                      # how many mutants (None: every site)
-    operators: tuple[str, ...] = ()         # families or names; empty: all bug-injecting ones
+    n: int | None = 32  # how many mutants (None: every site)
+    operators: tuple[str, ...] = ()  # families or names; empty: all bug-injecting ones
     seed: int = 0
-    lines: tuple[int, int] | None = None    # only sites on these lines (inclusive)
-    since: str | None = None                # only sites on lines changed since this git revision
+    lines: tuple[int, int] | None = None  # only sites on these lines (inclusive)
+    since: str | None = None  # only sites on lines changed since this git revision
     include_widths: bool = False
     jobs: int = 2
-    depth: int = 1                          # >1: higher-order mutants, mutating mutants
-    branching: int = 2                      # children per mutant at each extra level
-    equivalents: int = 0                    # semantics-preserving variants of golden to add
-    witness_cycles: int = 2000              # witness-search budget per mutant (0: skip)
+    depth: int = 1  # >1: higher-order mutants, mutating mutants
+    branching: int = 2  # children per mutant at each extra level
+    equivalents: int = 0  # semantics-preserving variants of golden to add
+    witness_cycles: int = 2000  # witness-search budget per mutant (0: skip)
 
     def __post_init__(self) -> None:
         if self.n is not None and self.n < 1:
@@ -75,7 +75,7 @@ class Mutant:
     status: str = "valid"
     klass: str = "unknown"
     reason: str | None = None
-    index: int = 0                          # selector value in the schemata build (0 = none)
+    index: int = 0  # selector value in the schemata build (0 = none)
     start: int = 0
     end: int = 0
     sites: tuple[Site, ...] = field(default=(), compare=False)
@@ -86,9 +86,19 @@ class Mutant:
         data["class"] = data.pop("klass")
         data["parents"] = list(self.parents)
         data["edits"] = [
-            {"file": s.file, "start": s.start, "end": s.end, "operator": s.operator, "original": s.original,
-             "replacement": s.replacement, "guard_start": s.guard_start, "guard_end": s.guard_end,
-             "guard": s.guard, "line": s.line, "col": s.col}
+            {
+                "file": s.file,
+                "start": s.start,
+                "end": s.end,
+                "operator": s.operator,
+                "original": s.original,
+                "replacement": s.replacement,
+                "guard_start": s.guard_start,
+                "guard_end": s.guard_end,
+                "guard": s.guard,
+                "line": s.line,
+                "col": s.col,
+            }
             for s in self.sites
         ]
         return data
@@ -119,8 +129,11 @@ class MutantSet:
         for m in self.mutants:
             if m.id == mutant_id:
                 return m
-        raise MutantError(f"no mutant {mutant_id!r} (ids: {self.mutants[0].id}..{self.mutants[-1].id})"
-                          if self.mutants else f"no mutant {mutant_id!r}: the set is empty")
+        raise MutantError(
+            f"no mutant {mutant_id!r} (ids: {self.mutants[0].id}..{self.mutants[-1].id})"
+            if self.mutants
+            else f"no mutant {mutant_id!r}: the set is empty"
+        )
 
     def sources_of(self, mutant: Mutant) -> tuple[SourceFile, ...]:
         """The standalone sources of ``mutant`` (golden files with its edits applied)."""
@@ -132,16 +145,25 @@ class MutantSet:
 
     def diff(self, mutant: Mutant) -> str:
         chunks = []
-        for golden, mutated in zip(self.design.sources, self.sources_of(mutant)):
+        for golden, mutated in zip(self.design.sources, self.sources_of(mutant), strict=True):
             if golden.text != mutated.text:
-                chunks.extend(difflib.unified_diff(
-                    golden.text.splitlines(keepends=True), mutated.text.splitlines(keepends=True),
-                    fromfile=f"a/{golden.path}", tofile=f"b/{golden.path}"))
+                chunks.extend(
+                    difflib.unified_diff(
+                        golden.text.splitlines(keepends=True),
+                        mutated.text.splitlines(keepends=True),
+                        fromfile=f"a/{golden.path}",
+                        tofile=f"b/{golden.path}",
+                    )
+                )
         return "".join(chunks)
 
     def as_json(self) -> dict[str, Any]:
-        return {"design": self.design.name, "design_hash": self.design.content_hash, "seed": self.seed,
-                "mutants": [m.as_json() for m in self.mutants]}
+        return {
+            "design": self.design.name,
+            "design_hash": self.design.content_hash,
+            "seed": self.seed,
+            "mutants": [m.as_json() for m in self.mutants],
+        }
 
 
 def _find(design: Design, config: MutationConfig, operators: tuple[str, ...] | None = None) -> list[Site]:
@@ -204,10 +226,25 @@ def _lint(design: Design, sources: Sequence[SourceFile]) -> str | None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(src.text, encoding="utf-8")
             paths.append(str(path))
-        argv = [str(tool.executable), "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-                "--top-module", design.top, *paths]
-        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120,
-                             env=toolchain.simulator_environment(tool), cwd=tmp)
+        argv = [
+            str(tool.executable),
+            "--lint-only",
+            "-Wno-fatal",
+            "-Wno-lint",
+            "-Wno-style",
+            "--top-module",
+            design.top,
+            *paths,
+        ]
+        out = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            env=toolchain.simulator_environment(tool),
+            cwd=tmp,
+        )
     if out.returncode == 0:
         return None
     errors = [ln for ln in (out.stderr + out.stdout).splitlines() if "%Error" in ln]
@@ -228,7 +265,7 @@ def _validate(design: Design, candidates: list[Mutant], jobs: int) -> list[Mutan
             to_lint.append(m)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m)), to_lint))
-    for m, reason in zip(to_lint, reasons):
+    for m, reason in zip(to_lint, reasons, strict=True):
         out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]
 
@@ -252,14 +289,26 @@ def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], lis
 
 def _record(number: int, sites: tuple[Site, ...], parents: tuple[str, ...] = (), klass: str = "unknown") -> Mutant:
     last = sites[-1]
-    return Mutant(id=f"m{number:04d}", operator=last.operator, file=last.file, line=last.line, col=last.col,
-                  original=last.original, replacement=last.standalone, parents=parents, klass=klass,
-                  start=last.start, end=last.end, sites=sites)
+    return Mutant(
+        id=f"m{number:04d}",
+        operator=last.operator,
+        file=last.file,
+        line=last.line,
+        col=last.col,
+        original=last.original,
+        replacement=last.standalone,
+        parents=parents,
+        klass=klass,
+        start=last.start,
+        end=last.end,
+        sites=sites,
+    )
 
 
 def _disjoint(site: Site, others: tuple[Site, ...]) -> bool:
-    return all(site.file != o.file or site.guard_start >= o.guard_end or site.guard_end <= o.guard_start
-               for o in others)
+    return all(
+        site.file != o.file or site.guard_start >= o.guard_end or site.guard_end <= o.guard_start for o in others
+    )
 
 
 def _children(parents: list[Mutant], pool: list[Site], config: MutationConfig, next_number: int) -> list[Mutant]:
@@ -289,15 +338,36 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
         eq_sites = select_sites(_find(design, config, ("equivalent",)), config.equivalents, config.seed)
         eq = [_record(len(checked) + i, (s,), klass="equivalent") for i, s in enumerate(eq_sites, start=1)]
         checked += _validate(design, eq, config.jobs)
+    if config.include_widths:
+        checked = _reject_width_sites(design, config, checked)
     result = _number(design, config.seed, checked)
     _, excluded = schemata_sources(result)
     if excluded:
-        result = _number(design, config.seed, [
-            replace(m, status="rejected", index=0, reason="cannot share the schemata build")
-            if m.id in excluded else m for m in result.mutants])
+        result = _number(
+            design,
+            config.seed,
+            [
+                replace(m, status="rejected", index=0, reason="cannot share the schemata build")
+                if m.id in excluded
+                else m
+                for m in result.mutants
+            ],
+        )
     if config.witness_cycles:
         result = classify(result, config)
     return result
+
+
+def _reject_width_sites(design: Design, config: MutationConfig, mutants: list[Mutant]) -> list[Mutant]:
+    """Sites that size declarations cannot be selected at run time: keep them out of the build."""
+    plain = replace(config, include_widths=False)
+    runtime = set(_find(design, plain)) | set(_find(design, plain, ("equivalent",)))
+    return [
+        replace(m, status="rejected", reason="sizes a declaration: a schemata build cannot select it at run time")
+        if m.status == "valid" and any(s not in runtime for s in m.sites)
+        else m
+        for m in mutants
+    ]
 
 
 def _number(design: Design, seed: int, mutants: list[Mutant] | tuple[Mutant, ...]) -> MutantSet:
@@ -343,8 +413,12 @@ def write(mutant_set: MutantSet, outdir: Path) -> Path:
         (golden / src.path).parent.mkdir(parents=True, exist_ok=True)
         (golden / src.path).write_text(src.text, encoding="utf-8")
     (golden / "spec.md").write_text(design.spec, encoding="utf-8")
-    manifest: dict[str, Any] = {"name": design.name, "top": design.top,
-                                "sources": [s.path for s in design.sources], "spec": "spec.md"}
+    manifest: dict[str, Any] = {
+        "name": design.name,
+        "top": design.top,
+        "sources": [s.path for s in design.sources],
+        "spec": "spec.md",
+    }
     if design.clock:
         manifest["clock"] = {"port": design.clock.port, "period_ns": design.clock.period_ns}
     if design.reset:

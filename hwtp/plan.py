@@ -130,11 +130,18 @@ def _parse_test(source: str, located: yamlio.Located, i: int, raw: Any) -> TestC
         raise _error(source, located, path, f"tests[{i}]: expected a mapping with name and steps")
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise _error(source, located, (*path, "name"), f"tests[{i}]: name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        raise _error(
+            source, located, (*path, "name"), f"tests[{i}]: name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)"
+        )
     label = f"test {name!r}"
     unknown = sorted(set(raw) - {"name", "description", "steps"})
     if unknown:
-        raise _error(source, located, (*path, unknown[0]), f"{label}: unknown field {unknown[0]!r} (valid: name, description, steps)")
+        raise _error(
+            source,
+            located,
+            (*path, unknown[0]),
+            f"{label}: unknown field {unknown[0]!r} (valid: name, description, steps)",
+        )
     description = raw.get("description") or ""
     if not isinstance(description, str):
         raise _error(source, located, (*path, "description"), f"{label}: description must be text")
@@ -157,7 +164,12 @@ def _parse_step(source: str, located: yamlio.Located, path: tuple[Any, ...], lab
         raise _error(source, located, path, f"{where}: unknown step {kind!r} (valid: {', '.join(STEP_KINDS)})")
     if kind in ("wait", "reset"):
         if isinstance(body, bool) or not isinstance(body, int) or not 1 <= body <= MAX_WAIT:
-            raise _error(source, located, (*path, kind), f"{where} ({kind}): expected a cycle count from 1 to {MAX_WAIT}, got {body!r}")
+            raise _error(
+                source,
+                located,
+                (*path, kind),
+                f"{where} ({kind}): expected a cycle count from 1 to {MAX_WAIT}, got {body!r}",
+            )
         return Step(kind, count=body, line=line)
     if not isinstance(body, dict) or not body:
         raise _error(source, located, (*path, kind), f"{where} ({kind}): expected a mapping of port: value")
@@ -168,7 +180,9 @@ def _parse_step(source: str, located: yamlio.Located, path: tuple[Any, ...], lab
         except ValueError_ as exc:
             raise _error(source, located, (*path, kind, port), f"{where} ({kind}) port {port!r}: {exc}") from exc
         if kind == "drive" and value.has_dont_care:
-            raise _error(source, located, (*path, kind, port), f"{where} (drive) port {port!r}: cannot drive x/z/? bits")
+            raise _error(
+                source, located, (*path, kind, port), f"{where} (drive) port {port!r}: cannot drive x/z/? bits"
+            )
         values.append((port, value))
     return Step(kind, tuple(values), line=line)  # type: ignore[arg-type]
 
@@ -262,7 +276,13 @@ def extract_plan(text: str, source: str = "completion") -> Plan:
 _VALUE_SCHEMA: dict[str, Any] = {
     "oneOf": [
         {"type": "integer"},
-        {"type": "string", "pattern": r"^\s*(-?\s*(0[xXbBoO][0-9a-fA-F_]+|\d[\d_]*)|\d*\s*'\s*[sS]?\s*[bBoOdDhH]\s*[0-9a-fA-FxXzZ?_]+|[xXzZ?])\s*$"},
+        {
+            "type": "string",
+            "pattern": (
+                r"^\s*(-?\s*(0[xXbBoO][0-9a-fA-F_]+|\d[\d_]*)"
+                r"|\d*\s*'\s*[sS]?\s*[bBoOdDhH]\s*[0-9a-fA-FxXzZ?_]+|[xXzZ?])\s*$"
+            ),
+        },
     ]
 }
 

@@ -29,7 +29,7 @@ class PlanInput:
     id: str
     plan: Plan | None
     error: str | None = None
-    state: str | None = None            # the state it was written for (hwtp plan), else None
+    state: str | None = None  # the state it was written for (hwtp plan), else None
     source: str = ""
     meta: dict[str, Any] | None = None  # hwtp plan's metadata (prompt, completion, usage...)
 
@@ -115,6 +115,9 @@ def _unique_ids(plans: list[PlanInput]) -> list[PlanInput]:
         base = re.sub(r"[^A-Za-z0-9_.-]", "_", p.id) or "plan"
         n = seen.get(base, 0)
         seen[base] = n + 1
-        out.append(p if n == 0 and base == p.id else PlanInput(
-            base if n == 0 else f"{base}.{n}", p.plan, p.error, p.state, p.source, p.meta))
+        out.append(
+            p
+            if n == 0 and base == p.id
+            else PlanInput(base if n == 0 else f"{base}.{n}", p.plan, p.error, p.state, p.source, p.meta)
+        )
     return out

@@ -39,7 +39,9 @@ class Templates:
             if folder is not None and not folder.is_dir():
                 raise ConfigError(f"--prompt-template {folder}: not a folder")
             path = override if override and override.is_file() else None
-            texts[name] = path.read_text(encoding="utf-8") if path else builtin.joinpath(name).read_text(encoding="utf-8")
+            texts[name] = (
+                path.read_text(encoding="utf-8") if path else builtin.joinpath(name).read_text(encoding="utf-8")
+            )
         return cls(texts["system.md"].strip(), texts["user.md"].strip(), texts["format.md"].strip())
 
 
@@ -60,8 +62,10 @@ def _timing(design: Design) -> str:
         return "The design is combinational: `wait` only lets inputs settle; there is no reset."
     text = f"The clock is `{design.clock.port}` ({design.clock.period_ns:g} ns period)."
     if design.reset:
-        text += (f" The reset `{design.reset.port}` is active {design.reset.active}; each test starts after a "
-                 f"{design.reset.cycles}-cycle reset, and a `reset: N` step resets again.")
+        text += (
+            f" The reset `{design.reset.port}` is active {design.reset.active}; each test starts after a "
+            f"{design.reset.cycles}-cycle reset, and a `reset: N` step resets again."
+        )
     return text
 
 
@@ -73,8 +77,13 @@ def _rtl(sources: tuple[SourceFile, ...]) -> str:
 
 def build_messages(design: Design, sources: tuple[SourceFile, ...], templates: Templates) -> Messages:
     """Chat messages for one state: ``sources`` is the state's standalone RTL."""
-    fields = {"spec": design.spec.strip() or "(no specification given)", "ports": _ports(design),
-              "timing": _timing(design), "format": templates.format, "rtl": _rtl(sources)}
+    fields = {
+        "spec": design.spec.strip() or "(no specification given)",
+        "ports": _ports(design),
+        "timing": _timing(design),
+        "format": templates.format,
+        "rtl": _rtl(sources),
+    }
     # One pass over the template: inserted text (spec, RTL) is never scanned for placeholders.
     user = _PLACEHOLDER.sub(lambda m: fields.get(m.group(1), m.group(0)), templates.user)
     return [{"role": "system", "content": templates.system}, {"role": "user", "content": user}]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.errors import PlanError, ScoreError
-from hwtp.mutate import MutantSet, schemata_sources
+from hwtp.mutate import MutantSet, schemata_sources, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.sim.backends import get_backend
@@ -54,10 +54,10 @@ class RewardLevels:
 class ScoreConfig:
     """How ``hwtp score`` runs."""
 
-    states: tuple[str, ...] | None = None   # None: all valid mutants + golden
-    full_matrix: bool = False               # score tied plans on every state too
+    states: tuple[str, ...] | None = None  # None: all valid mutants + golden
+    full_matrix: bool = False  # score tied plans on every state too
     jobs: int = 1
-    isolated: bool = False                  # one simulator process per evaluation
+    isolated: bool = False  # one simulator process per evaluation
     limits: Limits = field(default_factory=Limits)
     rewards: RewardLevels = field(default_factory=RewardLevels)
     simulator: str = "verilator"
@@ -73,8 +73,13 @@ class SampleResult:
     detail: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"plan": self.plan, "state": self.state, "outcome": self.outcome.value,
-                "reward": self.reward, "detail": self.detail}
+        return {
+            "plan": self.plan,
+            "state": self.state,
+            "outcome": self.outcome.value,
+            "reward": self.reward,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -88,13 +93,21 @@ class Scores:
     seconds: float
     build_seconds: float
     build_cached: bool
+    mutant_set: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"design": self.design, "rewards": self.rewards.as_dict(),
-                "results": [r.as_dict() for r in self.results],
-                "stats": {"evaluations": self.evaluations, "seconds": round(self.seconds, 3),
-                          "golden_pass_rate": self.golden_pass_rate,
-                          "detection_rate": self.detection_rate}}
+        return {
+            "design": self.design,
+            "mutant_set": self.mutant_set,
+            "rewards": self.rewards.as_dict(),
+            "results": [r.as_dict() for r in self.results],
+            "stats": {
+                "evaluations": self.evaluations,
+                "seconds": round(self.seconds, 3),
+                "golden_pass_rate": self.golden_pass_rate,
+                "detection_rate": self.detection_rate,
+            },
+        }
 
     @property
     def golden_pass_rate(self) -> float:
@@ -102,7 +115,8 @@ class Scores:
         by_plan: dict[str, bool] = {}
         for r in self.results:
             ok = r.outcome in (Outcome.PASSED, Outcome.DETECTED) or (
-                r.outcome == Outcome.TIMEOUT and bool(r.detail and r.detail.get("golden") == "pass"))
+                r.outcome == Outcome.TIMEOUT and bool(r.detail and r.detail.get("golden") == "pass")
+            )
             by_plan[r.plan] = by_plan.get(r.plan, False) or ok
         return sum(by_plan.values()) / len(by_plan) if by_plan else 0.0
 
@@ -129,7 +143,9 @@ def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[s
     return out
 
 
-def samples(plans: Sequence[PlanInput], states: list[tuple[str, int]], full_matrix: bool) -> list[tuple[PlanInput, str]]:
+def samples(
+    plans: Sequence[PlanInput], states: list[tuple[str, int]], full_matrix: bool
+) -> list[tuple[PlanInput, str]]:
     """(plan, state) pairs per DESIGN.md: tied plans on their state, plain plans on all."""
     names = [s for s, _ in states]
     out = []
@@ -141,7 +157,9 @@ def samples(plans: Sequence[PlanInput], states: list[tuple[str, int]], full_matr
     return out
 
 
-def _outcome(golden: EvalResult, state: EvalResult | None, levels: RewardLevels) -> tuple[Outcome, float, dict[str, Any] | None]:
+def _outcome(
+    golden: EvalResult, state: EvalResult | None, levels: RewardLevels
+) -> tuple[Outcome, float, dict[str, Any] | None]:
     if golden.status in ("timeout", "error"):
         return Outcome(golden.status), levels.invalid, {"on": GOLDEN, "reason": golden.reason}
     if golden.status == "fail":
@@ -153,8 +171,13 @@ def _outcome(golden: EvalResult, state: EvalResult | None, levels: RewardLevels)
     return Outcome(state.status), levels.golden_pass, {"golden": "pass", "reason": state.reason}
 
 
-def score(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig,
-          progress: Callable[[int], None] | None = None, counters: Counters | None = None) -> Scores:
+def score(
+    mutant_set: MutantSet,
+    plans: Sequence[PlanInput],
+    config: ScoreConfig,
+    progress: Callable[[int], None] | None = None,
+    counters: Counters | None = None,
+) -> Scores:
     """Score ``plans`` on the states of ``mutant_set``."""
     design = mutant_set.design
     states = _states(mutant_set, config.states)
@@ -180,8 +203,9 @@ def score(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig
             key = f"{p.id}@{s}"
             wanted.setdefault(key, Evaluation(key, entry[0], index[s], cycles=entry[1]))
     schemata, _ = schemata_sources(mutant_set)
-    build = ensure_build(get_backend(config.simulator), build_sources(design, schemata), WRAPPER_TOP,
-                         root=config.cache_root)
+    build = ensure_build(
+        get_backend(config.simulator), build_sources(design, schemata), WRAPPER_TOP, root=config.cache_root
+    )
     start = time.perf_counter()
     results = _run(build, design, list(wanted.values()), config, progress, counters)
     seconds = time.perf_counter() - start
@@ -195,12 +219,28 @@ def score(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig
         other = None if state == GOLDEN else results[f"{p.id}@{state}"]
         outcome, reward, detail = _outcome(golden, other, config.rewards)
         out.append(SampleResult(p.id, state, outcome, reward, detail))
-    return Scores(design.name, config.rewards, tuple(out), tuple(s for s, _ in states),
-                  tuple(p.id for p in plans), len(wanted), seconds, build.seconds, build.cached)
+    return Scores(
+        design.name,
+        config.rewards,
+        tuple(out),
+        tuple(s for s, _ in states),
+        tuple(p.id for p in plans),
+        len(wanted),
+        seconds,
+        build.seconds,
+        build.cached,
+        set_hash(mutant_set),
+    )
 
 
-def _run(build: Any, design: Any, evaluations: list[Evaluation], config: ScoreConfig,
-         progress: Callable[[int], None] | None, counters: Counters | None) -> dict[str, EvalResult]:
+def _run(
+    build: Any,
+    design: Any,
+    evaluations: list[Evaluation],
+    config: ScoreConfig,
+    progress: Callable[[int], None] | None,
+    counters: Counters | None,
+) -> dict[str, EvalResult]:
     if not evaluations:
         return {}
     if config.isolated:

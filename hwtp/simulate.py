@@ -36,15 +36,26 @@ class SimReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "design": self.design, "plan": self.plan, "status": self.status, "passed": self.passed,
-            "tests": list(self.tests), "first_mismatch": self.first, "reason": self.reason,
+            "design": self.design,
+            "plan": self.plan,
+            "status": self.status,
+            "passed": self.passed,
+            "tests": list(self.tests),
+            "first_mismatch": self.first,
+            "reason": self.reason,
             "build": {"cached": self.build_cached, "seconds": round(self.build_seconds, 3)},
             "sim_seconds": round(self.sim_seconds, 3),
         }
 
 
-def simulate(design: Design, plan: Plan, *, simulator: str = "verilator", limits: Limits | None = None,
-             cache_root: Path | None = None) -> SimReport:
+def simulate(
+    design: Design,
+    plan: Plan,
+    *,
+    simulator: str = "verilator",
+    limits: Limits | None = None,
+    cache_root: Path | None = None,
+) -> SimReport:
     """Validate ``plan`` against ``design``, build the design and run every test of the plan."""
     validate(plan, design)
     backend = get_backend(simulator)
@@ -55,9 +66,17 @@ def simulate(design: Design, plan: Plan, *, simulator: str = "verilator", limits
     tests = result.tests
     if result.status in ("timeout", "error") and len(tests) < len(plan.tests):
         done = {t["name"] for t in tests}
-        tests = tests + tuple({"name": t.name, "passed": None, "mismatch": None} for t in plan.tests if t.name not in done)
+        tests = tests + tuple(
+            {"name": t.name, "passed": None, "mismatch": None} for t in plan.tests if t.name not in done
+        )
     return SimReport(
-        design=design.name, plan=plan.source, status=result.status, tests=tests, first=result.first,
-        reason=result.reason, build_cached=build.cached, build_seconds=build.seconds,
+        design=design.name,
+        plan=plan.source,
+        status=result.status,
+        tests=tests,
+        first=result.first,
+        reason=result.reason,
+        build_cached=build.cached,
+        build_seconds=build.seconds,
         sim_seconds=time.perf_counter() - start,
     )

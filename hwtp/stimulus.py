@@ -23,10 +23,10 @@ from hwtp.values import Value
 class StimulusConfig:
     """Shape of random tests."""
 
-    tests: int = 4            # tests per plan
-    cycles: int = 12          # clock cycles (sequential) or input vectors (combinational) per test
-    hold: float = 0.3         # chance an input keeps its previous value in a cycle
-    corner: float = 0.3       # chance a driven value is a corner value
+    tests: int = 4  # tests per plan
+    cycles: int = 12  # clock cycles (sequential) or input vectors (combinational) per test
+    hold: float = 0.3  # chance an input keeps its previous value in a cycle
+    corner: float = 0.3  # chance a driven value is a corner value
     reset_chance: float = 0.05  # chance of a mid-test reset step per cycle (designs with reset)
 
 
@@ -72,8 +72,12 @@ def random_stimulus(design: Design, seed: int, config: StimulusConfig | None = N
     return Plan(tests, source=f"stimulus(seed={seed})")
 
 
-def fill_expectations(stimulus: Plan, design: Design, traces: list[list[Any]],
-                      description: str = "expected outputs from the golden design") -> Plan:
+def fill_expectations(
+    stimulus: Plan,
+    design: Design,
+    traces: list[list[Any]],
+    description: str = "expected outputs from the golden design",
+) -> Plan:
     """Turn every ``sample`` step into an ``expect`` of golden's recorded outputs.
 
     ``traces[i]`` is the harness trace of test ``i`` on golden: ``[step, cycle, values]``
@@ -81,7 +85,7 @@ def fill_expectations(stimulus: Plan, design: Design, traces: list[list[Any]],
     """
     outputs = design.outputs
     tests = []
-    for test, trace in zip(stimulus.tests, traces):
+    for test, trace in zip(stimulus.tests, traces, strict=True):
         by_step = {int(step): values for step, _cycle, values in trace}
         steps = []
         for index, step in enumerate(test.steps, start=1):
@@ -89,7 +93,7 @@ def fill_expectations(stimulus: Plan, design: Design, traces: list[list[Any]],
                 steps.append(step)
                 continue
             values = by_step[index]
-            expect = tuple((p.name, Value(v)) for p, v in zip(outputs, values) if isinstance(v, int))
+            expect = tuple((p.name, Value(v)) for p, v in zip(outputs, values, strict=True) if isinstance(v, int))
             if expect:
                 steps.append(Step("expect", expect))
         tests.append(TestCase(test.name, tuple(steps), description))

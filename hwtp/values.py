@@ -68,9 +68,7 @@ class Value:
         if self.care is None:
             return self.bits if self.size is None else f"{self.size}'h{self.bits:x}"
         width = self.size or max(self.bits.bit_length(), (~self.care).bit_length(), 1)
-        digits = "".join(
-            "x" if not (self.care >> b) & 1 else str((self.bits >> b) & 1) for b in reversed(range(width))
-        )
+        digits = "".join("x" if not (self.care >> b) & 1 else str((self.bits >> b) & 1) for b in reversed(range(width)))
         return f"{width}'b{digits}"
 
 

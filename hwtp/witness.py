@@ -9,7 +9,7 @@ mutant. Mutants never told apart within the budget stay ``unknown``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +28,16 @@ from hwtp.values import Value
 class WitnessConfig:
     """Budget and shape of the witness search."""
 
-    cycles: int = 2000        # simulated cycles per mutant before giving up (--witness-cycles)
+    cycles: int = 2000  # simulated cycles per mutant before giving up (--witness-cycles)
     seed: int = 0
-    stimulus: StimulusConfig = StimulusConfig(tests=4, cycles=16)
+    stimulus: StimulusConfig = field(default_factory=lambda: StimulusConfig(tests=4, cycles=16))
     jobs: int = 1
 
 
 def _first_difference(golden: list[Any], mutant: list[Any]) -> int | None:
     """Index of the first sample whose outputs differ (golden known there), else None."""
-    for i, (g, m) in enumerate(zip(golden, mutant)):
-        if any(isinstance(gv, int) and gv != mv for gv, mv in zip(g[2], m[2])):
+    for i, (g, m) in enumerate(zip(golden, mutant, strict=False)):
+        if any(isinstance(gv, int) and gv != mv for gv, mv in zip(g[2], m[2], strict=True)):
             return i
     return None
 
@@ -47,14 +47,19 @@ def _witness(design: Design, stimulus: Plan, test_index: int, sample: list[Any],
     test = stimulus.tests[test_index]
     step_index = int(sample[0])
     kept = [s for s in test.steps[: step_index - 1] if s.kind != "sample"]
-    expect = tuple((p.name, Value(v)) for p, v in zip(design.outputs, sample[2]) if isinstance(v, int))
+    expect = tuple((p.name, Value(v)) for p, v in zip(design.outputs, sample[2], strict=True) if isinstance(v, int))
     steps = (*kept, Step("expect", expect))
     description = f"witness for {mutant_id}: outputs at cycle {sample[1]} differ from the golden design"
     return Plan((TestCase(f"witness_{mutant_id}", steps, description),), source=f"witness {mutant_id}")
 
 
-def find_witnesses(design: Design, schemata: tuple[Any, ...], mutants: list[tuple[str, int]],
-                   config: WitnessConfig, cache_root: Path | None = None) -> dict[str, Plan]:
+def find_witnesses(
+    design: Design,
+    schemata: tuple[Any, ...],
+    mutants: list[tuple[str, int]],
+    config: WitnessConfig,
+    cache_root: Path | None = None,
+) -> dict[str, Plan]:
     """Witness plans by mutant id; ``mutants`` pairs ids with selector values."""
     build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
     remaining = dict(mutants)
@@ -83,7 +88,7 @@ def find_witnesses(design: Design, schemata: tuple[Any, ...], mutants: list[tupl
 def _compare(design: Design, stimulus: Plan, golden: EvalResult, mutant: EvalResult, mid: str) -> Plan | None:
     if mutant.status != "pass":
         return None  # a timeout or crash proves nothing
-    for i, (g, m) in enumerate(zip(golden.tests, mutant.tests)):
+    for i, (g, m) in enumerate(zip(golden.tests, mutant.tests, strict=False)):
         where = _first_difference(g.get("trace", []), m.get("trace", []))
         if where is not None:
             return _witness(design, stimulus, i, g["trace"][where], mid)

@@ -49,9 +49,7 @@ class _Loader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise YamlLoadError(
-                "YAML aliases (*name) are not allowed", event.start_mark.line + 1
-            )
+            raise YamlLoadError("YAML aliases (*name) are not allowed", event.start_mark.line + 1)
         return super().compose_node(parent, index)
 
 

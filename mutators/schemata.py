@@ -31,7 +31,7 @@ def selector_declaration() -> str:
     """The selector register: a public register the harness writes, set from the plusarg."""
     return (
         f" reg [31:0] {SELECTOR} /*verilator public_flat_rw*/;"
-        f" initial begin if (!$value$plusargs(\"{PLUSARG}=%d\", {SELECTOR})) {SELECTOR} = 32'd0; end"
+        f' initial begin if (!$value$plusargs("{PLUSARG}=%d", {SELECTOR})) {SELECTOR} = 32\'d0; end'
     )
 
 

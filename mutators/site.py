@@ -26,17 +26,17 @@ GuardKind = Literal["expr", "stmt", "edge"]
 class Site:
     """One candidate mutation in one source file."""
 
-    file: str          # source path relative to the design folder
-    start: int         # byte offset of the edit span (inclusive)
-    end: int           # byte offset of the edit span (exclusive)
-    operator: str      # namespaced operator name, e.g. "relational.lt_to_le"
-    original: str      # source text of the edit span
-    replacement: str   # new text; "{orig}" stands for the (rendered) original span
-    guard_start: int   # byte span the schemata duplicates and guards
+    file: str  # source path relative to the design folder
+    start: int  # byte offset of the edit span (inclusive)
+    end: int  # byte offset of the edit span (exclusive)
+    operator: str  # namespaced operator name, e.g. "relational.lt_to_le"
+    original: str  # source text of the edit span
+    replacement: str  # new text; "{orig}" stands for the (rendered) original span
+    guard_start: int  # byte span the schemata duplicates and guards
     guard_end: int
     guard: GuardKind = "expr"
-    line: int = 0      # 1-based line of ``start``
-    col: int = 0       # 1-based column (bytes) of ``start``
+    line: int = 0  # 1-based line of ``start``
+    col: int = 0  # 1-based column (bytes) of ``start``
     equivalent: bool = False  # True for semantics-preserving rewrites
 
     @property

@@ -97,11 +97,30 @@ class VerilatorBackend:
         tool = toolchain.find_verilator()
         libs = cocotb_config.libs_dir
         argv = [
-            str(tool.executable), "-cc", "--exe", "-Mdir", str(build_dir), "--top-module", top,
-            "--vpi", "--public-flat-rw", "--prefix", "Vtop", "-o", top,
-            "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
-            "--timescale", "1ns/1ps", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-            "--x-assign", "0", "--x-initial", "0",
+            str(tool.executable),
+            "-cc",
+            "--exe",
+            "-Mdir",
+            str(build_dir),
+            "--top-module",
+            top,
+            "--vpi",
+            "--public-flat-rw",
+            "--prefix",
+            "Vtop",
+            "-o",
+            top,
+            "-LDFLAGS",
+            f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
+            "--timescale",
+            "1ns/1ps",
+            "-Wno-fatal",
+            "-Wno-lint",
+            "-Wno-style",
+            "--x-assign",
+            "0",
+            "--x-initial",
+            "0",
             *extra_args,
             str(cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"),
             *(str(s) for s in sources),
@@ -110,8 +129,19 @@ class VerilatorBackend:
         log = build_dir / "build.log"
         _run_build_step(argv, build_dir, environ, log, "Verilator")
         jobs = str(max(1, min(os.cpu_count() or 1, 4)))
-        make = ["make", "-j", jobs, "-C", str(build_dir), "-f", "Vtop.mk", "VM_TRACE=0",
-                "OPT_FAST=-O1", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1"]
+        make = [
+            "make",
+            "-j",
+            jobs,
+            "-C",
+            str(build_dir),
+            "-f",
+            "Vtop.mk",
+            "VM_TRACE=0",
+            "OPT_FAST=-O1",
+            "OPT_SLOW=-O0",
+            "OPT_GLOBAL=-O1",
+        ]
         _run_build_step(make, build_dir, environ, log, "C++ build of the Verilated model")
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
@@ -145,15 +175,30 @@ class IcarusBackend:
     def build(self, sources: Sequence[Path], top: str, build_dir: Path, extra_args: Sequence[str]) -> None:
         timescale = build_dir / "timescale.v"
         timescale.write_text("`timescale 1ns/1ps\n", encoding="utf-8")
-        argv = [self._exe("iverilog"), "-g2012", "-o", str(build_dir / "sim.vvp"), "-s", top,
-                *extra_args, str(timescale), *(str(s) for s in sources)]
+        argv = [
+            self._exe("iverilog"),
+            "-g2012",
+            "-o",
+            str(build_dir / "sim.vvp"),
+            "-s",
+            top,
+            *extra_args,
+            str(timescale),
+            *(str(s) for s in sources),
+        ]
         _run_build_step(argv, build_dir, env.base_environment(), build_dir / "build.log", "Icarus")
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
         import cocotb_tools.config as cocotb_config
 
-        return [self._exe("vvp"), "-m", str(cocotb_config.lib_entry("vpi", "icarus")),
-                str(build_dir / "sim.vvp"), *plusargs, "-none"]
+        return [
+            self._exe("vvp"),
+            "-m",
+            str(cocotb_config.lib_entry("vpi", "icarus")),
+            str(build_dir / "sim.vvp"),
+            *plusargs,
+            "-none",
+        ]
 
     def environment(self, top: str) -> dict[str, str]:
         return _cocotb_environment(top, env.base_environment())

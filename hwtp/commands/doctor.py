@@ -17,7 +17,10 @@ def doctor() -> None:
         click.echo(f"verilator  {v.version_text:<10} {v.executable} ({v.source})")
     else:
         click.echo(f"verilator  MISSING    {report.verilator_problem}")
-    click.echo(f"cocotb     {report.cocotb_version or 'MISSING':<10} {'' if report.cocotb_version else 'pip install cocotb>=2.0'}")
+    click.echo(
+        f"cocotb     {report.cocotb_version or 'MISSING':<10} "
+        + ("" if report.cocotb_version else "pip install 'cocotb>=2.0'")
+    )
     for tool in report.tools:
         optional = tool.name in ("ccache", "icarus")
         state = str(tool.path) if tool.path else ("not installed (optional)" if optional else "MISSING")

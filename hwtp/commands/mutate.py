@@ -29,8 +29,14 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
 @click.command()
 @click.argument("design")
 @design_options
-@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Mutant directory to write (mutants.json, schemata/, diffs/, golden/).")
+@click.option(
+    "-o",
+    "--out",
+    "outdir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Mutant directory to write (mutants.json, schemata/, diffs/, golden/).",
+)
 @click.option("-n", "count", type=int, default=32, show_default=True, help="How many mutants (0: every site).")
 @click.option("--operators", default="", help="Comma-separated operator families or names.")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -39,21 +45,54 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
 @click.option("--include-widths", is_flag=True, help="Also mutate constants that size things.")
 @click.option("--depth", type=int, default=1, show_default=True, help="Tree depth: >1 mutates mutants again.")
 @click.option("--branching", type=int, default=2, show_default=True, help="Children per mutant per extra level.")
-@click.option("--equivalents", type=int, default=0, show_default=True,
-              help="Add K semantics-preserving variants of golden (class 'equivalent').")
-@click.option("--witness-cycles", type=int, default=2000, show_default=True,
-              help="Random-stimulus budget per mutant for the witness search (0: skip).")
+@click.option(
+    "--equivalents",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Add K semantics-preserving variants of golden (class 'equivalent').",
+)
+@click.option(
+    "--witness-cycles",
+    type=int,
+    default=2000,
+    show_default=True,
+    help="Random-stimulus budget per mutant for the witness search (0: skip).",
+)
 @click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
-def mutate(design: str, top: str | None, clock_spec: str | None, reset_spec: str | None, outdir: Path,
-           count: int, operators: str, seed: int, lines: str | None, since: str | None,
-           include_widths: bool, depth: int, branching: int, equivalents: int, witness_cycles: int,
-           jobs: int) -> None:
+def mutate(
+    design: str,
+    top: str | None,
+    clock_spec: str | None,
+    reset_spec: str | None,
+    outdir: Path,
+    count: int,
+    operators: str,
+    seed: int,
+    lines: str | None,
+    since: str | None,
+    include_widths: bool,
+    depth: int,
+    branching: int,
+    equivalents: int,
+    witness_cycles: int,
+    jobs: int,
+) -> None:
     """Write mutants of DESIGN: validated by Verilator, compiled once as mutant schemata."""
     loaded = resolve_design(design, top, clock_spec, reset_spec)
     config = engine.MutationConfig(
-        n=count or None, operators=tuple(o.strip() for o in operators.split(",") if o.strip()),
-        seed=seed, lines=_line_range(lines), since=since, include_widths=include_widths, jobs=jobs,
-        depth=depth, branching=branching, equivalents=equivalents, witness_cycles=witness_cycles)
+        n=count or None,
+        operators=tuple(o.strip() for o in operators.split(",") if o.strip()),
+        seed=seed,
+        lines=_line_range(lines),
+        since=since,
+        include_widths=include_widths,
+        jobs=jobs,
+        depth=depth,
+        branching=branching,
+        equivalents=equivalents,
+        witness_cycles=witness_cycles,
+    )
     result = engine.mutate(loaded, config)
     path = engine.write(result, outdir)
     if not result.mutants:
@@ -61,14 +100,17 @@ def mutate(design: str, top: str | None, clock_spec: str | None, reset_spec: str
         return
     valid = result.valid
     rejected = Counter((m.reason or "").split(":")[0] for m in result.mutants if m.status != "valid")
-    click.echo(f"{loaded.name}: {len(result.mutants)} candidates, {len(valid)} valid"
-               + (f", rejected: {dict(rejected)}" if rejected else ""))
+    click.echo(
+        f"{loaded.name}: {len(result.mutants)} candidates, {len(valid)} valid"
+        + (f", rejected: {dict(rejected)}" if rejected else "")
+    )
     if count and len(result.mutants) < count:
         click.echo(f"note: only {len(result.mutants)} sites match; took all of them")
     classes = Counter(m.klass for m in valid)
     killable = classes.get("killable", 0)
-    click.echo(f"classes: {dict(sorted(classes.items()))}"
-               + (f" ({killable / len(valid):.0%} killable)" if valid else ""))
+    click.echo(
+        f"classes: {dict(sorted(classes.items()))}" + (f" ({killable / len(valid):.0%} killable)" if valid else "")
+    )
     families = Counter(m.operator.split(".")[0] for m in valid)
     click.echo("families: " + ", ".join(f"{f} {n}" for f, n in sorted(families.items())))
     click.echo(f"wrote {path}")
@@ -86,8 +128,14 @@ def show(mutdir: Path, mutant_id: str) -> None:
 @click.command()
 @click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("mutant_id")
-@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path),
-              help="A file for a one-file design, else a folder that receives every source.")
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A file for a one-file design, else a folder that receives every source.",
+)
 def apply(mutdir: Path, mutant_id: str, out: Path) -> None:
     """Write the standalone source of mutant MUTANT_ID (no trace of being a mutant)."""
     mutant_set = engine.load(mutdir)

@@ -15,10 +15,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def design_options(func: F) -> F:
     """Add ``--top/--clock/--reset`` for designs given as a bare Verilog file."""
-    func = click.option("--reset", "reset_spec", metavar="PORT[:low|high[:CYCLES]]",
-                        help="Bare file: reset port, active level (default low) and cycles (default 2).")(func)
-    func = click.option("--clock", "clock_spec", metavar="PORT[:PERIOD_NS]",
-                        help="Bare file: clock port and period (default 10 ns); 'none' for combinational.")(func)
+    func = click.option(
+        "--reset",
+        "reset_spec",
+        metavar="PORT[:low|high[:CYCLES]]",
+        help="Bare file: reset port, active level (default low) and cycles (default 2).",
+    )(func)
+    func = click.option(
+        "--clock",
+        "clock_spec",
+        metavar="PORT[:PERIOD_NS]",
+        help="Bare file: clock port and period (default 10 ns); 'none' for combinational.",
+    )(func)
     func = click.option("--top", help="Bare file: the top module (needed when the file has several).")(func)
     return func
 
@@ -47,8 +55,9 @@ def parse_reset(spec: str | None) -> Reset | None:
     return Reset(parts[0], active, cycles)  # type: ignore[arg-type]
 
 
-def resolve_design(ref: str, top: str | None = None, clock_spec: str | None = None,
-                   reset_spec: str | None = None) -> Design:
+def resolve_design(
+    ref: str, top: str | None = None, clock_spec: str | None = None, reset_spec: str | None = None
+) -> Design:
     """Load a design from a shipped name, a folder, or a bare file with the options."""
     if clock_spec == "none":
         from dataclasses import replace

@@ -17,8 +17,14 @@ from hwtp.planset import read_plans
 from hwtp.score import GOLDEN, Outcome, RewardLevels, ScoreConfig, Scores, score
 from hwtp.sim.job import Limits
 
-_CELL = {Outcome.PASSED: ".", Outcome.DETECTED: "K", Outcome.GOLDEN_FAIL: "F", Outcome.INVALID: "I",
-         Outcome.TIMEOUT: "T", Outcome.ERROR: "E"}
+_CELL = {
+    Outcome.PASSED: ".",
+    Outcome.DETECTED: "K",
+    Outcome.GOLDEN_FAIL: "F",
+    Outcome.INVALID: "I",
+    Outcome.TIMEOUT: "T",
+    Outcome.ERROR: "E",
+}
 
 
 @contextmanager
@@ -52,8 +58,13 @@ def kill_matrix(scores: Scores) -> str:
 
 @click.command("score")
 @click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--plans", "plan_refs", multiple=True, required=True,
-              help="Plan file, folder of plans (or hwtp plan output), or '-' for stdin. Repeatable.")
+@click.option(
+    "--plans",
+    "plan_refs",
+    multiple=True,
+    required=True,
+    help="Plan file, folder of plans (or hwtp plan output), or '-' for stdin. Repeatable.",
+)
 @click.option("--states", default="all", show_default=True, help="all, golden, or comma-separated mutant ids.")
 @click.option("--full-matrix", is_flag=True, help="Score plans from hwtp plan on every state too.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scores JSON here.")
@@ -63,17 +74,33 @@ def kill_matrix(scores: Scores) -> str:
 @click.option("--timeout", "wall_s", type=float, default=30.0, show_default=True, help="Wall-clock s per evaluation.")
 @click.option("--reward-levels", default="0,1,2", show_default=True, help="Rewards INVALID,PASS,DETECT.")
 @click.option("--sim", "simulator", default="verilator", show_default=True)
-def score_command(mutdir: Path, plan_refs: tuple[str, ...], states: str, full_matrix: bool,
-                  json_out: Path | None, jobs: int, isolated: bool, max_cycles: int, wall_s: float,
-                  reward_levels: str, simulator: str) -> None:
+def score_command(
+    mutdir: Path,
+    plan_refs: tuple[str, ...],
+    states: str,
+    full_matrix: bool,
+    json_out: Path | None,
+    jobs: int,
+    isolated: bool,
+    max_cycles: int,
+    wall_s: float,
+    reward_levels: str,
+    simulator: str,
+) -> None:
     """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
     mutant_set = engine.load(mutdir)
     stdin = click.get_text_stream("stdin").read() if "-" in plan_refs else None
     plans = read_plans(list(plan_refs), stdin)
     wanted = None if states == "all" else tuple(s.strip() for s in states.split(",") if s.strip())
-    config = ScoreConfig(states=wanted, full_matrix=full_matrix, jobs=max(1, jobs), isolated=isolated,
-                         limits=Limits(max_cycles=max_cycles, wall_s=wall_s), rewards=_levels(reward_levels),
-                         simulator=simulator)
+    config = ScoreConfig(
+        states=wanted,
+        full_matrix=full_matrix,
+        jobs=max(1, jobs),
+        isolated=isolated,
+        limits=Limits(max_cycles=max_cycles, wall_s=wall_s),
+        rewards=_levels(reward_levels),
+        simulator=simulator,
+    )
     total = len(plans) * (1 + len(mutant_set.valid))
     with progress_bar(total, "scoring") as tick:
         scores = score(mutant_set, plans, config, progress=tick)  # type: ignore[arg-type]
@@ -81,9 +108,11 @@ def score_command(mutdir: Path, plan_refs: tuple[str, ...], states: str, full_ma
         json_out.write_text(json.dumps(scores.as_dict(), indent=2) + "\n", encoding="utf-8")
     click.echo(kill_matrix(scores))
     rate = scores.evaluations / scores.seconds if scores.seconds else 0.0
-    click.echo(f"{scores.design}: {len(scores.results)} samples, {scores.evaluations} evaluations in "
-               f"{scores.seconds:.2f} s ({rate:.0f}/s); golden pass rate {scores.golden_pass_rate:.0%}, "
-               f"mutation detection rate {scores.detection_rate:.0%}")
+    click.echo(
+        f"{scores.design}: {len(scores.results)} samples, {scores.evaluations} evaluations in "
+        f"{scores.seconds:.2f} s ({rate:.0f}/s); golden pass rate {scores.golden_pass_rate:.0%}, "
+        f"mutation detection rate {scores.detection_rate:.0%}"
+    )
     invalid = [r for r in scores.results if r.outcome == Outcome.INVALID]
     for r in {r.plan: r for r in invalid}.values():
         click.echo(f"invalid {r.plan}: {(r.detail or {}).get('reason')}")

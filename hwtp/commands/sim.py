@@ -17,12 +17,24 @@ from hwtp.simulate import simulate
 @click.argument("design")
 @click.argument("plan", required=False)
 @design_options
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the report as JSON to this file ('-' for stdout).")
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the report as JSON to this file ('-' for stdout).",
+)
 @click.option("--sim", "simulator", default="verilator", show_default=True, help="Simulator backend.")
 @click.pass_context
-def sim(ctx: click.Context, design: str, plan: str | None, top: str | None, clock_spec: str | None,
-        reset_spec: str | None, json_out: Path | None, simulator: str) -> None:
+def sim(
+    ctx: click.Context,
+    design: str,
+    plan: str | None,
+    top: str | None,
+    clock_spec: str | None,
+    reset_spec: str | None,
+    json_out: Path | None,
+    simulator: str,
+) -> None:
     """Run test PLAN on DESIGN (a shipped name, a design folder, or a Verilog file with --top).
 
     PLAN defaults to the design's plans/reference.yaml; '-' reads it from stdin.
@@ -60,14 +72,18 @@ def _print_report(report: object) -> None:
         if test.get("passed"):
             click.echo(f"  PASS  {test['name']}")
         elif m:
-            click.echo(f"  FAIL  {test['name']}: step {m['step']}, cycle {m['cycle']}: "
-                       f"{m['port']} expected {m['expected']}, got {m['got']}")
+            click.echo(
+                f"  FAIL  {test['name']}: step {m['step']}, cycle {m['cycle']}: "
+                f"{m['port']} expected {m['expected']}, got {m['got']}"
+            )
         else:
             click.echo(f"  ----  {test['name']}: not run ({report.status})")
     built = "cached build" if report.build_cached else f"built in {report.build_seconds:.1f} s"
     passed = sum(1 for t in report.tests if t.get("passed"))
     verdict = {"pass": "PASS", "fail": "FAIL"}.get(report.status, report.status.upper())
-    click.echo(f"{verdict}: {report.design}, {passed}/{len(report.tests)} tests passed "
-               f"({built}, simulated in {report.sim_seconds:.2f} s)")
+    click.echo(
+        f"{verdict}: {report.design}, {passed}/{len(report.tests)} tests passed "
+        f"({built}, simulated in {report.sim_seconds:.2f} s)"
+    )
     if report.reason and report.status != "error":
         click.echo(f"  reason: {report.reason}")

@@ -1,0 +1,120 @@
+"""Benchmark: hwtp score vs the per-bug CI flow, on the same matrix, in the same run.
+
+Matrix: 8 plans x (32 mutants + golden) on a shipped sequential design (default fifo_sync).
+
+- baseline: what a per-bug CI harness does: one Verilator build per mutant (its standalone
+  source) and one simulator process per evaluation. Measured on a subset (--baseline-mutants)
+  and extrapolated per evaluation (printed as such).
+- hwtp cold: empty build cache (a fresh HWTP cache folder; ccache, if installed, stays warm,
+  as it would on a CI machine with a ccache dir), then the scoring.
+- hwtp warm: the same again with the cache filled.
+- harness speed: evaluations/s inside the simulator (the harness's own time per evaluation),
+  per core, for plans of <= 20 cycles.
+
+Run: python bench/bench_score.py [--design fifo_sync] [--baseline-mutants 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from hwtp import mutate as engine
+from hwtp.design import load_design
+from hwtp.plan import extract_plan
+from hwtp.planset import PlanInput
+from hwtp.policy import PlanRequest, RandomPolicy
+from hwtp.score import ScoreConfig, score
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.runner import Counters, run_job, run_parallel
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.stimulus import StimulusConfig
+
+
+def make_plans(mutant_set: engine.MutantSet, count: int) -> list[PlanInput]:
+    policy = RandomPolicy(mutant_set, seed=1, stimulus=StimulusConfig(tests=1, cycles=16, reset_chance=0.0))
+    generated = policy.generate([PlanRequest("golden", [])], count)[0]
+    return [PlanInput(f"p{g.index:02d}", extract_plan(g.text or "")) for g in generated]
+
+
+def baseline(mutant_set: engine.MutantSet, plans: list[PlanInput], mutants: int, cache: Path) -> tuple[float, int]:
+    """Per-bug flow on ``mutants`` mutants: build each standalone, one process per evaluation."""
+    design = mutant_set.design
+    backend = get_backend("verilator")
+    evaluations, start = 0, time.perf_counter()
+    for m in mutant_set.valid[:mutants]:
+        build = ensure_build(backend, build_sources(design, mutant_set.sources_of(m)), WRAPPER_TOP, root=cache)
+        for p in plans:
+            assert p.plan is not None
+            ev = Evaluation(p.id, compile_plan(p.plan, design), 0, cycles=plan_cycles(p.plan, design))
+            run_job(build, Job(design, (ev,)))
+            evaluations += 1
+    return time.perf_counter() - start, evaluations
+
+
+def hwtp_run(mutant_set: engine.MutantSet, plans: list[PlanInput], cache: Path, jobs: int) -> tuple[float, int]:
+    start = time.perf_counter()
+    scores = score(mutant_set, plans, ScoreConfig(jobs=jobs, cache_root=cache, full_matrix=True))
+    return time.perf_counter() - start, scores.evaluations
+
+
+def harness_speed(mutant_set: engine.MutantSet, plans: list[PlanInput], cache: Path, repeat: int) -> tuple[float, int]:
+    """(evaluations/s inside one simulator process, max cycles per plan)."""
+    design = mutant_set.design
+    schemata, _ = engine.schemata_sources(mutant_set)
+    build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache)
+    evs = []
+    for r in range(repeat):
+        for p in plans:
+            assert p.plan is not None
+            for m in (0, *(v.index for v in mutant_set.valid)):
+                evs.append(
+                    Evaluation(f"{p.id}-{m}-{r}", compile_plan(p.plan, design), m, cycles=plan_cycles(p.plan, design))
+                )
+    results = run_parallel(build, Job(design, tuple(evs)), 1, counters=Counters())
+    inside = sum(r.seconds for r in results)
+    return len(results) / inside, max(plan_cycles(p.plan, design) for p in plans if p.plan)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--design", default="fifo_sync")
+    parser.add_argument("--plans", type=int, default=8)
+    parser.add_argument("--mutants", type=int, default=32)
+    parser.add_argument("--baseline-mutants", type=int, default=3)
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    design = load_design(args.design)
+    with tempfile.TemporaryDirectory(prefix="hwtp-bench-") as tmp:
+        cache_cold = Path(tmp) / "cache"
+        mutant_set = engine.mutate(design, engine.MutationConfig(n=args.mutants, witness_cycles=0, jobs=args.jobs))
+        plans = make_plans(mutant_set, args.plans)
+        cold_s, n_evals = hwtp_run(mutant_set, plans, cache_cold, args.jobs)
+        warm_s, _ = hwtp_run(mutant_set, plans, cache_cold, args.jobs)
+        base_s, base_n = baseline(mutant_set, plans, args.baseline_mutants, Path(tmp) / "base")
+        per_core, cycles = harness_speed(mutant_set, plans, cache_cold, repeat=4)
+    base_rate = base_n / base_s
+    cold_rate, warm_rate = n_evals / cold_s, n_evals / warm_s
+    valid = len(mutant_set.valid)
+    print(f"design {args.design}: {len(plans)} plans x ({valid} valid mutants + golden) = {n_evals} evaluations")
+    print(f"{'flow':<44}{'evals/s':>10}{'vs baseline':>14}")
+    print(
+        f"{'baseline (build per mutant, process per eval)':<44}{base_rate:>10.2f}{1.0:>13.1f}x"
+        f"   (measured on {args.baseline_mutants} mutants x {len(plans)} plans = {base_n} evals, extrapolated)"
+    )
+    print(f"{'hwtp cold (empty build cache)':<44}{cold_rate:>10.1f}{cold_rate / base_rate:>13.1f}x")
+    print(f"{'hwtp warm (build cached)':<44}{warm_rate:>10.1f}{warm_rate / base_rate:>13.1f}x")
+    print(
+        f"{'harness inside one process, per core':<44}{per_core:>10.0f}"
+        f"   (plans of <= {cycles} cycles incl. reset; goal >= 2000/s)"
+    )
+    print(f"baseline full matrix would take ~{n_evals / base_rate:.0f} s; hwtp warm {warm_s:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

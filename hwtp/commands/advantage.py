@@ -1,0 +1,111 @@
+"""``hwtp advantage`` and ``hwtp export``: advantages from scores, and training batches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwtp.advantage import PRESETS, advantage_records, describe_zero_share, preset, summarize
+from hwtp.errors import ConfigError, ScoreError
+from hwtp.export import FORMATS, ExportOptions, base_records, write_export
+from hwtp.planset import PLAN_INDEX
+
+
+def read_scores(paths: tuple[Path, ...]) -> list[dict[str, Any]]:
+    docs = []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScoreError(f"{path}: cannot read: {exc}") from exc
+        except ValueError as exc:
+            raise ScoreError(f"{path}: not JSON: {exc}") from exc
+        docs.extend(data if isinstance(data, list) else [data])
+    return docs
+
+
+def _config(name: str, **overrides: Any) -> Any:
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if "exclude_outcomes" in given:
+        given["exclude_outcomes"] = frozenset(x for x in given["exclude_outcomes"].split(",") if x)
+    return preset(name, **given)
+
+
+def advantage_options(func: Any) -> Any:
+    for option in reversed(
+        [
+            click.option("--preset", "preset_name", default="grpo-smu", show_default=True,
+                         type=click.Choice(sorted(PRESETS)), help="Trainer convention (DOMAIN.md §3)."),
+            click.option("--group-by", type=click.Choice(["state", "design", "batch"]), default="design",
+                         show_default=True, help="state: plain GRPO; design: GRPO-SMu over the mutant states."),
+            click.option("--baseline", type=click.Choice(["mean", "leave-one-out"])),
+            click.option("--scale", type=click.Choice(["none", "group-std", "leave-one-out-std", "batch-std"])),
+            click.option("--ddof", type=int),
+            click.option("--epsilon", type=float),
+            click.option("--epsilon-mode", type=click.Choice(["add", "where-positive"])),
+            click.option("--clip", type=float),
+            click.option("--singleton", type=click.Choice(["zero", "raw"])),
+            click.option("--exclude-outcomes", help="Comma-separated outcomes left out of the statistics."),
+            click.option("--dtype", type=click.Choice(["float64", "float32"])),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def _records(docs: list[dict[str, Any]], preset_name: str, group_by: str, **overrides: Any) -> tuple[list, Any, Any]:
+    config = _config(preset_name, **overrides)
+    records = advantage_records(docs, config, by=group_by)
+    hashes = {d.get("design"): d.get("mutant_set", "") for d in docs}
+    for r in records:
+        r.setdefault("mutant_set", hashes.get(r["design"], ""))
+    return records, config, summarize(docs, config)
+
+
+@click.command("advantage")
+@click.argument("scores", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@advantage_options
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="JSONL: one record per sample.")
+def advantage_command(scores: tuple[Path, ...], preset_name: str, group_by: str, out: Path | None, **overrides: Any) -> None:
+    """GRPO-SMu (or trainer-preset) advantages for the samples of hwtp score JSON files."""
+    records, _config_used, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
+    if out:
+        out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
+    click.echo(f"{len(records)} samples, preset {preset_name}, grouped by {group_by}")
+    click.echo(describe_zero_share(summary))
+
+
+def _plan_records(folders: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
+    plans: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        index = folder / PLAN_INDEX
+        if not index.is_file():
+            raise ConfigError(f"--plans {folder}: no {PLAN_INDEX} (not an hwtp plan folder)")
+        for line in index.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                plans[str(record["plan"])] = record
+    return plans
+
+
+@click.command("export")
+@click.argument("scores", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True)
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
+@click.option("--plans", "plan_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="hwtp plan output folder(s): source of each sample's prompt and completion.")
+@click.option("--batch-size", type=int, help="Records per shard (groups are never split).")
+@advantage_options
+def export_command(scores: tuple[Path, ...], fmt: str, out: Path, plan_dirs: tuple[Path, ...], batch_size: int | None,
+                   preset_name: str, group_by: str, **overrides: Any) -> None:
+    """Export scored samples (SCORES JSON files) as training batches."""
+    records, _, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
+    metadata = {"preset": preset_name, "group_by": group_by}
+    rows = base_records(records, _plan_records(plan_dirs), metadata)
+    manifest = write_export(rows, ExportOptions(fmt, batch_size, tuple(metadata.items())), out)
+    data = json.loads(manifest.read_text())
+    click.echo(f"{data['records']} records in {len(data['shards'])} shard(s), format {fmt}; wrote {manifest}")
+    click.echo(describe_zero_share(summary))

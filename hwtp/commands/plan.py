@@ -1,0 +1,134 @@
+"""``hwtp plan``: test plans from a policy for the states of a mutant set."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from hwtp import mutate as engine
+from hwtp.env import DEFAULT_API_KEY_VAR
+from hwtp.errors import ConfigError
+from hwtp.planning import plan_states, write_plans
+from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy, check_policy_name
+from hwtp.prompt import Templates
+from hwtp.score import GOLDEN
+
+
+def resolve_states(mutant_set: engine.MutantSet, text: str) -> list[str]:
+    valid = [m.id for m in mutant_set.valid]
+    if text == "all":
+        return [GOLDEN, *valid]
+    if text == GOLDEN:
+        return [GOLDEN]
+    wanted = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in wanted if s != GOLDEN and s not in valid]
+    if unknown:
+        raise ConfigError(f"--states: unknown or invalid state(s) {', '.join(unknown)}")
+    return wanted
+
+
+@click.command("plan")
+@click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--states", default="all", show_default=True, help="golden, all, or comma-separated mutant ids.")
+@click.option("-G", "samples", type=int, default=8, show_default=True, help="Plans per state.")
+@click.option(
+    "--policy", default=None, help="openai, random or replay (default: openai when --endpoint is given, else random)."
+)
+@click.option("--endpoint", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--model", help="Model name the endpoint serves.")
+@click.option("--api-key-env", default=DEFAULT_API_KEY_VAR, show_default=True, help="Variable holding the API key.")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--top-p", type=float, default=1.0, show_default=True)
+@click.option("--max-tokens", type=int, default=None)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--stop", multiple=True, help="Stop sequence (repeatable).")
+@click.option("--structured", is_flag=True, help="Ask for JSON matching the plan schema (response_format).")
+@click.option("--concurrency", type=int, default=8, show_default=True)
+@click.option("--timeout", "read_timeout", type=float, default=300.0, show_default=True, help="Read timeout, s.")
+@click.option("--retries", type=int, default=5, show_default=True)
+@click.option("--refresh", is_flag=True, help="Ignore cached completions (still store new ones).")
+@click.option("--from", "replay_from", type=click.Path(file_okay=False, path_type=Path), help="replay: plan folder.")
+@click.option(
+    "--prompt-template",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder overriding system.md, user.md and/or format.md.",
+)
+def plan_command(
+    mutdir: Path,
+    outdir: Path,
+    states: str,
+    samples: int,
+    policy: str | None,
+    endpoint: str | None,
+    model: str | None,
+    api_key_env: str,
+    temperature: float,
+    top_p: float,
+    max_tokens: int | None,
+    seed: int,
+    stop: tuple[str, ...],
+    structured: bool,
+    concurrency: int,
+    read_timeout: float,
+    retries: int,
+    refresh: bool,
+    replay_from: Path | None,
+    prompt_template: Path | None,
+) -> None:
+    """Write G test plans per state of MUTDIR (prompt, completion and plan for each)."""
+    if samples < 1:
+        raise ConfigError("-G must be at least 1")
+    mutant_set = engine.load(mutdir)
+    name = check_policy_name(policy or ("openai" if endpoint else "random"))
+    chosen: object
+    if name == "openai":
+        if not endpoint or not model:
+            raise ConfigError("--policy openai needs --endpoint URL and --model NAME")
+        from hwtp.llm import ClientConfig, SamplingParams
+        from hwtp.plan import json_schema
+
+        response_format = (
+            {"type": "json_schema", "json_schema": {"name": "test_plan", "schema": json_schema()}}
+            if structured
+            else None
+        )
+        params = SamplingParams(
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+            seed=seed,
+            stop=tuple(stop),
+            response_format=response_format,
+        )
+        config = ClientConfig(
+            endpoint=endpoint,
+            model=model,
+            api_key_env=api_key_env,
+            read_timeout=read_timeout,
+            max_retries=retries,
+            concurrency=concurrency,
+        )
+        chosen = OpenAIPolicy(config, params, refresh=refresh)
+    elif name == "replay":
+        if replay_from is None:
+            raise ConfigError("--policy replay needs --from DIR (an earlier hwtp plan output)")
+        chosen = ReplayPolicy(replay_from)
+    else:
+        chosen = RandomPolicy(mutant_set, seed=seed)
+    records = plan_states(
+        mutant_set,
+        resolve_states(mutant_set, states),
+        samples,
+        chosen,  # type: ignore[arg-type]
+        Templates.load(prompt_template),
+    )
+    index = write_plans(records, outdir)
+    errors = Counter("ok" if r.error is None else "invalid" for r in records)
+    tokens = sum((r.generated.usage or {}).get("completion_tokens", 0) for r in records if not r.generated.from_cache)
+    click.echo(
+        f"{len(records)} plans ({errors.get('ok', 0)} valid, {errors.get('invalid', 0)} invalid) "
+        f"from policy {name}; {tokens} new completion tokens; wrote {index}"
+    )

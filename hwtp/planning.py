@@ -1,0 +1,118 @@
+"""``hwtp plan``: ask a policy for G plans per state and write them where ``hwtp score`` reads them.
+
+PLANDIR gets ``plans.jsonl`` (one record per (state, sample): the chat prompt exactly as
+sent, the completion exactly as received, the plan id, and the metadata: policy, model,
+parameters, token usage, latency, finish reason, the extraction error if any) and, for
+people, ``<state>/sNN.txt`` (raw completion) and ``<state>/sNN.yaml`` (the extracted plan).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hwtp.errors import PlanError
+from hwtp.mutate import MutantSet
+from hwtp.plan import extract_plan, to_data, validate
+from hwtp.planset import PLAN_INDEX
+from hwtp.policy import Generated, PlanRequest, Policy
+from hwtp.prompt import Templates, build_messages
+from hwtp.score import GOLDEN
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One line of plans.jsonl."""
+
+    plan: str
+    state: str
+    sample: int
+    policy: str
+    parameters: dict[str, Any]
+    prompt: list[dict[str, str]]
+    generated: Generated
+    error: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        g = self.generated
+        return {
+            "plan": self.plan,
+            "state": self.state,
+            "sample": self.sample,
+            "policy": self.policy,
+            "model": g.model,
+            "parameters": self.parameters,
+            "prompt": self.prompt,
+            "completion": g.text,
+            "finish_reason": g.finish_reason,
+            "usage": g.usage,
+            "latency_s": round(g.latency_s, 4),
+            "from_cache": g.from_cache,
+            "error": self.error,
+        }
+
+
+def state_requests(mutant_set: MutantSet, states: Sequence[str], templates: Templates) -> list[PlanRequest]:
+    """The prompt of each state, built from its standalone RTL (never the schemata)."""
+    design = mutant_set.design
+    out = []
+    for state in states:
+        sources = design.sources if state == GOLDEN else mutant_set.sources_of(mutant_set.get(state))
+        out.append(PlanRequest(state, build_messages(design, sources, templates)))
+    return out
+
+
+def plan_states(
+    mutant_set: MutantSet, states: Sequence[str], samples: int, policy: Policy, templates: Templates
+) -> list[PlanRecord]:
+    """G samples for every state, each parsed and checked against the design's ports."""
+    requests = state_requests(mutant_set, states, templates)
+    generated = policy.generate(requests, samples)
+    params = policy.parameters()
+    records = []
+    for request, row in zip(requests, generated, strict=True):
+        for g in row:
+            error = g.error
+            if error is None and g.text is not None:
+                try:
+                    validate(extract_plan(g.text, source=f"{request.state}-s{g.index:02d}"), mutant_set.design)
+                except PlanError as exc:
+                    error = str(exc)
+            records.append(
+                PlanRecord(
+                    f"{request.state}-s{g.index:02d}",
+                    request.state,
+                    g.index,
+                    policy.name,
+                    params,
+                    request.messages,
+                    g,
+                    error,
+                )
+            )
+    return records
+
+
+def write_plans(records: Sequence[PlanRecord], outdir: Path) -> Path:
+    """Write plans.jsonl and the per-state files; returns the index path."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    for r in records:
+        folder = outdir / r.state
+        folder.mkdir(exist_ok=True)
+        if r.generated.text is not None:
+            (folder / f"s{r.sample:02d}.txt").write_text(r.generated.text, encoding="utf-8")
+            if r.error is None:
+                plan = extract_plan(r.generated.text)
+                (folder / f"s{r.sample:02d}.yaml").write_text(
+                    yaml.safe_dump(to_data(plan), sort_keys=False), encoding="utf-8"
+                )
+    index = outdir / PLAN_INDEX
+    tmp = index.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r.as_json()) + "\n" for r in records), encoding="utf-8")
+    tmp.replace(index)
+    return index

@@ -1,0 +1,215 @@
+"""Policies that write test plans: ``openai`` (an OpenAI-compatible endpoint), ``random``
+(the built-in offline baseline) and ``replay`` (stored completions). One small interface,
+one name registry (:func:`get_policy`).
+
+Every policy returns, for each state, G :class:`Generated` samples: the completion text
+exactly as produced and its metadata. The random policy's completion is the YAML of a
+constrained-random plan whose expectations come from simulating golden, so it always passes
+on golden; its files look exactly like an LLM's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from hwtp.errors import ConfigError, PolicyError
+from hwtp.mutate import MutantSet, schemata_sources
+from hwtp.plan import to_data
+from hwtp.planset import PLAN_INDEX
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.runner import run_job
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.stimulus import StimulusConfig, fill_expectations, random_stimulus
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One state to write plans for: its id and the chat prompt."""
+
+    state: str
+    messages: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One sample: the completion exactly as produced, and its metadata."""
+
+    index: int
+    text: str | None
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    latency_s: float = 0.0
+    model: str = ""
+    from_cache: bool = False
+    error: str | None = None
+
+
+class Policy(Protocol):
+    name: str
+
+    def parameters(self) -> dict[str, Any]:
+        """What produced the samples (stored with every completion)."""
+
+    def generate(self, requests: Sequence[PlanRequest], samples: int) -> list[list[Generated]]:
+        """``samples`` completions per request, in request order."""
+
+
+def _seed(base: int, state: str, index: int) -> int:
+    digest = hashlib.sha256(f"{base}:{state}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+@dataclass
+class RandomPolicy:
+    """Seeded constrained-random stimulus with golden's outputs as expectations."""
+
+    mutant_set: MutantSet
+    seed: int = 0
+    stimulus: StimulusConfig = field(default_factory=StimulusConfig)
+    name: str = "random"
+
+    def parameters(self) -> dict[str, Any]:
+        s = self.stimulus
+        return {"seed": self.seed, "tests": s.tests, "cycles": s.cycles, "hold": s.hold, "corner": s.corner}
+
+    def generate(self, requests: Sequence[PlanRequest], samples: int) -> list[list[Generated]]:
+        design = self.mutant_set.design
+        stimuli = [
+            [
+                random_stimulus(design, _seed(self.seed, r.state, k), self.stimulus, prefix="random")
+                for k in range(samples)
+            ]
+            for r in requests
+        ]
+        flat = [s for per_state in stimuli for s in per_state]
+        schemata, _ = schemata_sources(self.mutant_set)
+        build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP)
+        evaluations = tuple(
+            Evaluation(f"s{i}", compile_plan(s, design), 0, stop_on_fail=False, cycles=plan_cycles(s, design))
+            for i, s in enumerate(flat)
+        )
+        results = run_job(build, Job(design, evaluations)) if evaluations else []
+        out: list[list[Generated]] = []
+        for i, per_state in enumerate(stimuli):
+            row = []
+            for k, stimulus in enumerate(per_state):
+                result = results[i * samples + k]
+                if result.status != "pass":
+                    row.append(Generated(k, None, error=f"golden simulation {result.status}: {result.reason}"))
+                    continue
+                plan = fill_expectations(stimulus, design, [t.get("trace", []) for t in result.tests])
+                text = yaml.safe_dump(to_data(plan), sort_keys=False)
+                row.append(Generated(k, text, finish_reason="stop", model="hwtp-random"))
+            out.append(row)
+        return out
+
+
+@dataclass
+class ReplayPolicy:
+    """Replays the completions stored by an earlier ``hwtp plan`` (``--from DIR``)."""
+
+    source: Path
+    name: str = "replay"
+
+    def parameters(self) -> dict[str, Any]:
+        return {"from": self.source.name}
+
+    def generate(self, requests: Sequence[PlanRequest], samples: int) -> list[list[Generated]]:
+        index = self.source / PLAN_INDEX
+        if not index.is_file():
+            raise PolicyError(f"--from {self.source}: no {PLAN_INDEX} (not an hwtp plan folder)")
+        stored: dict[tuple[str, int], dict[str, Any]] = {}
+        for lineno, line in enumerate(index.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                record = json.loads(line)
+                stored[(str(record["state"]), int(record["sample"]))] = record
+            except (ValueError, KeyError, TypeError) as exc:
+                raise PolicyError(f"{index}:{lineno}: malformed record: {exc}") from exc
+        out = []
+        for r in requests:
+            row = []
+            for k in range(samples):
+                rec = stored.get((r.state, k))
+                if rec is None:
+                    row.append(Generated(k, None, error=f"no stored completion for {r.state} sample {k}"))
+                else:
+                    row.append(
+                        Generated(
+                            k,
+                            rec.get("completion"),
+                            rec.get("finish_reason"),
+                            rec.get("usage"),
+                            0.0,
+                            rec.get("model", ""),
+                            True,
+                            rec.get("error"),
+                        )
+                    )
+            out.append(row)
+        return out
+
+
+@dataclass
+class OpenAIPolicy:
+    """An OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp, TGI, hosted APIs)."""
+
+    config: Any  # hwtp.llm.ClientConfig
+    params: Any  # hwtp.llm.SamplingParams
+    cache_folder: Path | None = None
+    refresh: bool = False
+    name: str = "openai"
+
+    def parameters(self) -> dict[str, Any]:
+        p = self.params
+        return {
+            "model": self.config.model,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "max_tokens": p.max_tokens,
+            "seed": p.seed,
+            "stop": list(p.stop),
+            "structured": p.response_format is not None,
+        }
+
+    def generate(self, requests: Sequence[PlanRequest], samples: int) -> list[list[Generated]]:
+        from hwtp.cache import ResponseCache
+        from hwtp.llm import ChatRequest, complete_many
+
+        chat = [ChatRequest(r.messages, self.params, n=samples) for r in requests]
+        with ResponseCache(self.cache_folder) as cache:
+            results = complete_many(self.config, chat, cache=cache, refresh=self.refresh)
+        out = []
+        for result in results:
+            got = {c.index: c for c in result.completions}
+            row = []
+            for k in range(samples):
+                c = got.get(k)
+                if c is None:
+                    row.append(Generated(k, None, error=str(result.error) if result.error else "no completion"))
+                    continue
+                usage = (
+                    {"prompt_tokens": c.usage.prompt_tokens, "completion_tokens": c.usage.completion_tokens}
+                    if c.usage
+                    else None
+                )
+                row.append(Generated(k, c.text, c.finish_reason, usage, c.latency_s, c.model, c.from_cache))
+            out.append(row)
+        return out
+
+
+POLICIES = ("random", "openai", "replay")
+
+
+def check_policy_name(name: str) -> str:
+    if name not in POLICIES:
+        raise ConfigError(f"unknown policy {name!r} (valid: {', '.join(POLICIES)})")
+    return name

@@ -1,0 +1,67 @@
+"""Site discovery with pyslang: :func:`find_sites`.
+
+:mod:`hwtp.mutators.slang_index` turns pyslang's syntax tree into a
+:class:`~hwtp.mutators.context.SiteContext` (exact byte spans, constant contexts and
+left-hand sides left out); the selected operators turn that into sites. The pyverilog
+frontend (:mod:`hwtp.mutators.pyverilog_frontend`) shares :func:`collect_sites`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyslang
+
+from hwtp.errors import DesignError
+from hwtp.mutators.base import Operator
+from hwtp.mutators.context import SiteContext
+from hwtp.mutators.operators import select
+from hwtp.mutators.site import Site
+from hwtp.mutators.slang_index import index_tree
+
+OperatorSpec = Iterable[str | Operator] | None
+
+
+def find_sites(text: str, path: str, operators: OperatorSpec = None,
+               include_widths: bool = False) -> list[Site]:
+    """Every site of ``operators`` (names, families or operator objects; default all) in
+    the Verilog ``text`` of file ``path``, sorted by (start, operator, replacement).
+
+    Constant contexts (parameters, declaration ranges, replication counts, case labels, loop
+    headers) and left-hand sides are never mutated; ``include_widths`` lets the ``constant``
+    family change literals in parameter values and declaration ranges (standalone mutants
+    only: a schemata build cannot guard a width). Raises :class:`DesignError` when the text
+    does not parse.
+    """
+    chosen = select(operators)
+    tree = pyslang.syntax.SyntaxTree.fromText(text, pyslang.SourceManager(), path, path)
+    errors = [d for d in tree.diagnostics if d.isError()]
+    if errors:
+        raise DesignError(f"{path}: {len(errors)} syntax error(s); first: "
+                          f"{_describe(tree, errors[0])}")
+    ctx = SiteContext(text, path, include_widths=include_widths, tree=tree)
+    index_tree(ctx, tree)
+    return collect_sites(ctx, chosen)
+
+
+def _describe(tree: pyslang.syntax.SyntaxTree, diag: pyslang.Diagnostic) -> str:
+    manager = tree.sourceManager
+    loc = diag.location
+    engine = pyslang.DiagnosticEngine(manager)
+    return (f"line {manager.getLineNumber(loc)} col {manager.getColumnNumber(loc)}: "
+            f"{engine.formatMessage(diag)}")
+
+
+def collect_sites(ctx: SiteContext, operators: Iterable[Operator]) -> list[Site]:
+    """Run ``operators`` on ``ctx``: drop no-op sites and repeats of an earlier operator's
+    site (same span, same standalone text), sort by (start, operator, replacement)."""
+    sites: list[Site] = []
+    seen: set[tuple[int, int, str]] = set()
+    for op in operators:
+        for site in op.sites(ctx):
+            key = (site.start, site.end, site.standalone)
+            if site.standalone == site.original or key in seen:
+                continue
+            seen.add(key)
+            sites.append(site)
+    return sorted(sites, key=lambda s: (s.start, s.operator, s.replacement))

@@ -1,0 +1,265 @@
+"""pyslang syntax tree → :class:`~hwtp.mutators.context.SiteContext`.
+
+Only run-time places are recorded (module docstring of :mod:`hwtp.mutators.context`):
+continuous-assign and net-declaration right-hand sides, and inside ``always``/``initial``
+blocks and function/task bodies the right-hand sides of ``=``/``<=``, ``if`` conditions and
+``case`` selectors. Everything else (parameters, declaration ranges, ports, instances,
+generate conditions and loop headers, case labels, event controls other than edges, delays)
+is skipped. Spans come from pyslang's source ranges, which are UTF-8 byte offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyslang
+
+from hwtp.mutators.context import (
+    Assign,
+    Case,
+    CaseItem,
+    Event,
+    Expr,
+    Root,
+    RootRole,
+    Selector,
+    SiteContext,
+    Span,
+)
+from hwtp.rtl import module_declarations
+
+SK = pyslang.syntax.SyntaxKind
+Node = Any  # pyslang syntax nodes are not precisely typed
+
+_ASSIGNMENTS = {SK.AssignmentExpression: "=", SK.NonblockingAssignmentExpression: "<="}
+_COMPOUND = {getattr(SK, k) for k in dir(SK) if k.endswith("AssignmentExpression")}
+_PROCEDURAL = {SK.AlwaysBlock, SK.AlwaysCombBlock, SK.AlwaysFFBlock, SK.AlwaysLatchBlock,
+               SK.InitialBlock, SK.FinalBlock}
+_SUBROUTINES = {SK.FunctionDeclaration, SK.TaskDeclaration}
+_DECLARATIONS = {SK.NetDeclaration, SK.DataDeclaration, SK.PortDeclaration,
+                 SK.ParameterDeclarationStatement}
+_LOOPS = {SK.ForLoopStatement, SK.LoopStatement, SK.ForeverStatement, SK.DoWhileStatement,
+          SK.ForeachLoopStatement}
+_BLOCKS = {SK.SequentialBlockStatement, SK.ParallelBlockStatement}
+_LITERALS = {SK.IntegerLiteralExpression, SK.IntegerVectorExpression}
+_NAMES = {SK.IdentifierName, SK.ScopedName, SK.SystemName}
+_STEPS = {SK.UnaryPreincrementExpression, SK.UnaryPredecrementExpression}
+_INDEXED = {SK.AscendingRangeSelect, SK.DescendingRangeSelect}
+_WRAPPERS = {SK.SimplePropertyExpr, SK.SimpleSequenceExpr}
+
+
+def _span(node: Node) -> tuple[int, int]:
+    rng = node.sourceRange
+    return rng.start.offset, rng.end.offset
+
+
+def _nodes(node: Node) -> list[Node]:
+    return [c for c in node if isinstance(c, pyslang.syntax.SyntaxNode)]
+
+
+def index_tree(ctx: SiteContext, tree: pyslang.syntax.SyntaxTree) -> None:
+    """Fill ``ctx`` from every module of ``tree``."""
+    indexer = _Indexer(ctx)
+    for module in module_declarations(tree):
+        indexer.module(module)
+
+
+class _Indexer:
+    def __init__(self, ctx: SiteContext) -> None:
+        self.ctx = ctx
+
+    # -- module level ---------------------------------------------------------------------
+    def module(self, node: Node) -> None:
+        header = node.header
+        for part in (header.parameters, header.ports):
+            if part is not None:
+                self.widths(part)
+        for member in _nodes(node.members):
+            self.member(member)
+
+    def member(self, node: Node) -> None:
+        kind = node.kind
+        if kind == SK.ContinuousAssign:
+            for assignment in _nodes(node.assignments):
+                if assignment.kind == SK.AssignmentExpression:
+                    self.root(assignment.right, "rhs", False)
+        elif kind in _DECLARATIONS:
+            self.declaration(node)
+        elif kind in _PROCEDURAL:
+            self.statement(node.statement, False)
+        elif kind in _SUBROUTINES:
+            self.widths(node.prototype)
+            for item in _nodes(node.items):
+                if item.kind in _DECLARATIONS:
+                    self.widths(item)
+                else:
+                    self.statement(item, True)
+        elif kind in (SK.GenerateRegion, SK.GenerateBlock):
+            for member in _nodes(node.members):
+                self.member(member)
+        elif kind == SK.LoopGenerate:
+            self.member(node.block)
+        elif kind == SK.IfGenerate:
+            self.member(node.block)
+            if node.elseClause is not None:
+                self.member(node.elseClause.clause)
+        elif kind == SK.CaseGenerate:
+            for item in _nodes(node.items):
+                self.member(item.clause)
+
+    def declaration(self, node: Node) -> None:
+        """Ranges and parameter values are widths; a net's initializer is a continuous
+        assignment; a variable's initial value is neither (skipped)."""
+        if node.kind not in (SK.NetDeclaration, SK.DataDeclaration):
+            self.widths(node)
+            return
+        self.widths(node.type)
+        for declarator in _nodes(node.declarators):
+            for dimension in _nodes(declarator.dimensions):
+                self.widths(dimension)
+            if declarator.initializer is not None and node.kind == SK.NetDeclaration:
+                self.root(declarator.initializer.expr, "rhs", False)
+
+    def widths(self, node: Node) -> None:
+        """Record the literals under ``node`` except replication counts."""
+        if node.kind in _LITERALS:
+            start, end = _span(node)
+            self.ctx.width_literals.append(Expr("literal", start, end, start, end))
+        elif node.kind == SK.MultipleConcatenationExpression:
+            self.widths(node.concatenation)
+        else:
+            for child in _nodes(node):
+                self.widths(child)
+
+    # -- statements -----------------------------------------------------------------------
+    def statement(self, node: Node, sub: bool) -> None:
+        kind = node.kind
+        if kind == SK.ExpressionStatement:
+            self.assignment(node, sub)
+        elif kind == SK.ConditionalStatement:
+            conditions = _nodes(node.predicate.conditions)
+            if len(conditions) == 1 and conditions[0].matchesClause is None:
+                self.root(conditions[0].expr, "if", sub)
+            self.statement(node.statement, sub)
+            if node.elseClause is not None:
+                self.statement(node.elseClause.clause, sub)
+        elif kind == SK.CaseStatement:
+            self.case(node, sub)
+        elif kind in _BLOCKS:
+            for item in _nodes(node.items):
+                self.statement(item, sub)
+        elif kind == SK.TimingControlStatement:
+            self.events(node.timingControl)
+            self.statement(node.statement, sub)
+        elif kind in _LOOPS:
+            self.statement(node.statement, sub)
+
+    def assignment(self, node: Node, sub: bool) -> None:
+        expr = node.expr
+        op = _ASSIGNMENTS.get(expr.kind)
+        if op is None:
+            return
+        start, end = _span(node)
+        token = expr.operatorToken.range
+        self.ctx.assigns.append(Assign(start, end, op, token.start.offset, token.end.offset, sub))
+        value = expr.right
+        if value.kind == SK.TimingControlExpression:  # q <= #1 d: the value is d
+            value = value.expr
+        self.root(value, "rhs", sub)
+
+    def case(self, node: Node, sub: bool) -> None:
+        """A case statement; only plain ones (no ``inside``/``matches``) get case sites."""
+        self.root(node.expr, "case", sub)
+        items = []
+        for item in _nodes(node.items):
+            self.statement(item.clause, sub)
+            if item.kind in (SK.StandardCaseItem, SK.DefaultCaseItem):
+                start, end = _span(item)
+                body = Span(*_span(item.clause))
+                items.append(CaseItem(start, end, body, item.kind == SK.DefaultCaseItem))
+        if not node.matchesOrInside and len(items) == len(_nodes(node.items)):
+            self.ctx.cases.append(Case(*_span(node), tuple(items)))
+
+    def events(self, node: Node) -> None:
+        kind = node.kind
+        if kind in (SK.EventControlWithExpression, SK.ParenthesizedEventExpression):
+            self.events(node.expr)
+        elif kind == SK.BinaryEventExpression:
+            self.events(node.left)
+            self.events(node.right)
+        elif kind == SK.SignalEventExpression and node.iffClause is None:
+            edge = node.edge
+            if edge.rawText in ("posedge", "negedge"):
+                start, end = _span(node)
+                self.ctx.events.append(Event(start, end, edge.rawText, edge.range.start.offset,
+                                             edge.range.end.offset))
+
+    # -- expressions ----------------------------------------------------------------------
+    def root(self, node: Node, role: RootRole, sub: bool) -> None:
+        self.ctx.roots.append(Root(expr(node), role, sub))
+
+
+def expr(node: Node) -> Expr:
+    """The :class:`Expr` of a pyslang expression (``other`` for what no operator handles)."""
+    kind = node.kind
+    start, end = _span(node)
+    if kind == SK.ParenthesizedExpression:
+        return expr(node.expression).wrapped(start, end)
+    if kind in _WRAPPERS and getattr(node, "repetition", None) is None:
+        return expr(node.expr)
+    if isinstance(node, pyslang.syntax.BinaryExpressionSyntax) and kind not in _COMPOUND:
+        return _operator("binary", node, start, end, (expr(node.left), expr(node.right)))
+    if isinstance(node, pyslang.syntax.PrefixUnaryExpressionSyntax) and kind not in _STEPS:
+        return _operator("unary", node, start, end, (expr(node.operand),))
+    if kind == SK.ConditionalExpression:
+        conditions = _nodes(node.predicate.conditions)
+        if len(conditions) == 1 and conditions[0].matchesClause is None:
+            parts = (expr(conditions[0].expr), expr(node.left), expr(node.right))
+            return Expr("cond", start, end, start, end, children=parts)
+    elif kind in _NAMES:
+        return Expr("name", start, end, start, end)
+    elif kind in _LITERALS:
+        return Expr("literal", start, end, start, end)
+    elif kind == SK.IdentifierSelectName:
+        return _select(node, start, end)
+    elif kind == SK.ConcatenationExpression:
+        parts = tuple(expr(e) for e in _nodes(node.expressions))
+        return Expr("concat", start, end, start, end, children=parts)
+    elif kind == SK.MultipleConcatenationExpression:
+        return Expr("repeat", start, end, start, end, children=(expr(node.concatenation),))
+    elif kind == SK.InvocationExpression:
+        return _call(node, start, end)
+    return Expr("other", start, end, start, end)
+
+
+def _operator(kind: Any, node: Node, start: int, end: int, children: tuple[Expr, ...]) -> Expr:
+    token = node.operatorToken
+    return Expr(kind, start, end, start, end, token.rawText, token.range.start.offset,
+                token.range.end.offset, children)
+
+
+def _select(node: Node, start: int, end: int) -> Expr:
+    selectors: list[Selector] = []
+    for element in _nodes(node.selectors):
+        sel = element.selector
+        if sel is None:
+            return Expr("other", start, end, start, end)
+        if sel.kind == SK.BitSelect:
+            selectors.append(Selector("bit", index=expr(sel.expr)))
+        elif sel.kind in _INDEXED:
+            selectors.append(Selector("indexed", index=expr(sel.left)))
+        else:
+            bounds = (Span(*_span(sel.left)), Span(*_span(sel.right)))
+            selectors.append(Selector("range", bounds=bounds))
+    indices = tuple(s.index for s in selectors if s.index is not None)
+    return Expr("select", start, end, start, end, children=indices, selectors=tuple(selectors))
+
+
+def _call(node: Node, start: int, end: int) -> Expr:
+    args: list[Expr] = []
+    if node.arguments is not None:
+        for arg in _nodes(node.arguments.parameters):
+            if arg.kind != SK.OrderedArgument:
+                return Expr("other", start, end, start, end)
+            args.append(expr(arg.expr))
+    return Expr("call", start, end, start, end, children=tuple(args))
