@@ -1,0 +1,333 @@
+"""``hwtp.yaml``: the configuration of ``hwtp ci``, loaded and validated with line numbers.
+
+The file lives in the user's repository; every relative path in it is relative to the folder
+that holds it. Errors name ``file:line: field: what is wrong`` and how to fix it. Every field
+also has a CLI option (``hwtp ci --help``); options override the file.
+
+.. code-block:: yaml
+
+    design:
+      sources: [rtl/sat_counter.v]   # or: folder: path/to/design (a folder with design.yaml)
+      top: sat_counter
+      clock: {port: clk, period_ns: 10}            # optional; used by hwtp export-tests
+      reset: {port: rst_n, active: low, cycles: 2}  # optional; used by hwtp export-tests
+    tests:
+      modules: [test_sat_counter]   # cocotb test modules (COCOTB_TEST_MODULES)
+      paths: [tests]                # folders put on PYTHONPATH (default: this folder)
+    build: {args: [], defines: {}, parameters: {}, simulator: verilator}
+    mutation: {n: 32, operators: [], seed: 0}
+    timeout: 60                     # wall-clock seconds per simulator run (default: automatic)
+    jobs: 2
+    min_score: 0.8
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from hwtp import yamlio
+from hwtp.design import Clock, Design, Reset, SourceFile, load_design
+from hwtp.errors import ConfigError, DesignError
+
+CONFIG_NAME = "hwtp.yaml"
+Simulator = Literal["verilator", "icarus"]
+_SIMULATORS: tuple[Simulator, ...] = ("verilator", "icarus")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
+    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score"),
+    ("design",): ("folder", "sources", "top", "clock", "reset"),
+    ("tests",): ("modules", "paths", "filter", "env", "random_seed"),
+    ("build",): ("simulator", "args", "defines", "parameters"),
+    ("mutation",): ("n", "operators", "seed", "since"),
+}
+
+
+@dataclass(frozen=True)
+class CiConfig:
+    """What ``hwtp ci`` does. Paths are absolute once loaded."""
+
+    root: Path                                   # folder of hwtp.yaml; relative paths start here
+    top: str                                     # the user's top module (their tests drive it)
+    sources: tuple[str, ...] = ()                # RTL files, relative to ``root`` (unless design_folder)
+    design_folder: Path | None = None            # a design folder with design.yaml instead of sources
+    clock: Clock | None = None                   # for export-tests only; the testbench drives the clock
+    reset: Reset | None = None                   # for export-tests only
+    test_modules: tuple[str, ...] = ()           # cocotb test modules, run in this order
+    test_paths: tuple[Path, ...] = ()            # folders put first on PYTHONPATH
+    test_filter: str | None = None               # COCOTB_TEST_FILTER: regex of test names to run
+    test_env: tuple[tuple[str, str], ...] = ()   # extra environment of the simulator process
+    random_seed: int = 1                         # COCOTB_RANDOM_SEED: the same for golden and every mutant
+    simulator: Simulator = "verilator"
+    build_args: tuple[str, ...] = ()             # extra simulator build arguments
+    defines: tuple[tuple[str, str], ...] = ()    # preprocessor defines (-DNAME=VALUE)
+    parameters: tuple[tuple[str, str], ...] = ()  # top-level parameters (Verilator -G, Icarus -P)
+    n: int | None = 32                           # how many mutants (None: every site)
+    operators: tuple[str, ...] = ()              # operator families or names (empty: all bug-injecting)
+    seed: int = 0                                # mutant selection seed
+    since: str | None = None                     # only lines changed since this git revision
+    timeout_s: float | None = None               # per simulator run; None: max(30 s, 10 x golden)
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    min_score: float | None = None               # the gate; None: report only
+    source: str = CONFIG_NAME                    # where the config came from, for messages
+
+    def __post_init__(self) -> None:
+        if not self.test_modules:
+            raise ConfigError(f"{self.source}: tests.modules: name at least one cocotb test module")
+        if not self.design_folder and not self.sources:
+            raise ConfigError(f"{self.source}: design: give sources and top, or a design folder")
+        if self.n is not None and self.n < 1:
+            raise ConfigError(f"{self.source}: mutation.n (-n) must be at least 1 (or 0 for every site)")
+        if self.jobs < 1:
+            raise ConfigError(f"{self.source}: jobs (-j) must be at least 1")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise ConfigError(f"{self.source}: timeout (--timeout) must be a positive number of seconds")
+        if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
+            raise ConfigError(f"{self.source}: min_score (--min-score) must be from 0 to 1")
+        if self.simulator not in _SIMULATORS:
+            raise ConfigError(f"{self.source}: build.simulator must be one of {', '.join(_SIMULATORS)}")
+
+    def build_arguments(self) -> tuple[str, ...]:
+        """Extra build arguments: ``args``, then defines and parameters in the simulator's syntax."""
+        defines = [f"-D{k}={v}" for k, v in self.defines]
+        if self.simulator == "icarus":
+            params = [f"-P{self.top}.{k}={v}" for k, v in self.parameters]
+        else:
+            params = [f"-G{k}={v}" for k, v in self.parameters]
+        return (*self.build_args, *defines, *params)
+
+    def load_design(self) -> Design:
+        """The design under test (ports elaborated from the RTL)."""
+        if self.design_folder is not None:
+            design = load_design(self.design_folder)
+            return replace(design, clock=self.clock or design.clock, reset=self.reset or design.reset)
+        from hwtp.rtl import elaborate
+
+        texts = []
+        for rel in self.sources:
+            path = self.root / rel
+            try:
+                texts.append(SourceFile(rel, path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise DesignError(f"{self.source}: design.sources: cannot read {rel}: {exc}") from exc
+        sources = tuple(texts)
+        return Design(self.top, self.top, self.root, sources, "", self.clock, self.reset, elaborate(sources, self.top))
+
+    def with_plans_module(self, path: Path) -> CiConfig:
+        """This config with one more cocotb test module (``--include-plans FILE.py``)."""
+        if path.suffix != ".py" or not path.is_file():
+            raise ConfigError(f"--include-plans {path}: expected an existing .py file (from hwtp export-tests)")
+        if not _IDENT.match(path.stem):
+            raise ConfigError(f"--include-plans {path}: {path.stem!r} is not a valid Python module name")
+        folder = path.resolve().parent
+        paths = self.test_paths if folder in self.test_paths else (*self.test_paths, folder)
+        modules = self.test_modules if path.stem in self.test_modules else (*self.test_modules, path.stem)
+        return replace(self, test_paths=paths, test_modules=modules)
+
+
+class _Reader:
+    """Typed access to the loaded document, with errors that name file, line and field."""
+
+    def __init__(self, path: Path, located: yamlio.Located) -> None:
+        self.path = path
+        self.located = located
+
+    def error(self, key: tuple[Any, ...], message: str) -> ConfigError:
+        line = self.located.line_of(key)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        name = ".".join(str(k) for k in key) or "(document)"
+        return ConfigError(f"{where}: {name}: {message}")
+
+    def section(self, key: tuple[str, ...]) -> dict[str, Any]:
+        node: Any = self.located.data
+        for k in key:
+            node = node.get(k) if isinstance(node, dict) else None
+        if node is None:
+            return {}
+        if not isinstance(node, dict):
+            raise self.error(key, "expected a mapping")
+        unknown = sorted(set(node) - set(_KEYS[key]))
+        if unknown:
+            raise self.error((*key, unknown[0]), f"unknown field (valid: {', '.join(_KEYS[key])})")
+        return node
+
+    def str_list(self, key: tuple[str, ...], value: Any, pattern: re.Pattern[str] | None = None) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.error(key, "expected a list of names")
+        for i, v in enumerate(value):
+            if pattern is not None and not pattern.match(v):
+                raise self.error((*key, i), f"{v!r} is not a valid name")
+        return tuple(value)
+
+    def number(self, key: tuple[str, ...], value: Any, kind: type, lo: float | None = None) -> Any:
+        if value is None:
+            return None
+        ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+        if isinstance(value, bool) or not ok or (lo is not None and value < lo):
+            bound = f" >= {lo:g}" if lo is not None else ""
+            raise self.error(key, f"expected {'a number' if kind is float else 'an integer'}{bound}, got {value!r}")
+        return kind(value)
+
+    def pairs(self, key: tuple[str, ...], value: Any, names: bool) -> tuple[tuple[str, str], ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, dict):
+            raise self.error(key, "expected a mapping of NAME: value")
+        out = []
+        for k, v in value.items():
+            if names and not _IDENT.match(k):
+                raise self.error((*key, k), "expected an identifier")
+            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                raise self.error((*key, k), "expected a number or a string")
+            out.append((k, str(v)))
+        return tuple(out)
+
+    def inside(self, key: tuple[Any, ...], root: Path, rel: Any, want: str) -> Path:
+        if not isinstance(rel, str) or not rel:
+            raise self.error(key, "expected a path")
+        full = (root / rel).resolve()
+        if want == "file" and not full.is_file():
+            raise self.error(key, f"file {rel!r} does not exist (paths are relative to {root})")
+        if want == "dir" and not full.is_dir():
+            raise self.error(key, f"folder {rel!r} does not exist (paths are relative to {root})")
+        return full
+
+
+def _clock_reset(r: _Reader, design: dict[str, Any]) -> tuple[Clock | None, Reset | None]:
+    clock = reset = None
+    if design.get("clock") is not None:
+        c = design["clock"]
+        if not isinstance(c, dict) or not isinstance(c.get("port"), str) or set(c) - {"port", "period_ns"}:
+            raise r.error(("design", "clock"), "expected {port: NAME, period_ns: N}")
+        clock = Clock(c["port"], r.number(("design", "clock", "period_ns"), c.get("period_ns", 10), float, 0.001))
+    if design.get("reset") is not None:
+        s = design["reset"]
+        if not isinstance(s, dict) or not isinstance(s.get("port"), str) or set(s) - {"port", "active", "cycles"}:
+            raise r.error(("design", "reset"), "expected {port: NAME, active: low|high, cycles: N}")
+        if s.get("active", "low") not in ("low", "high"):
+            raise r.error(("design", "reset", "active"), "expected 'low' or 'high'")
+        cycles = r.number(("design", "reset", "cycles"), s.get("cycles", 2), int, 1)
+        reset = Reset(s["port"], s.get("active", "low"), cycles)
+    return clock, reset
+
+
+def _design(r: _Reader, root: Path) -> dict[str, Any]:
+    design = r.section(("design",))
+    out: dict[str, Any] = {}
+    if design.get("folder") is not None:
+        if design.get("sources") is not None:
+            raise r.error(("design", "sources"), "give either folder or sources, not both")
+        folder = r.inside(("design", "folder"), root, design["folder"], "dir")
+        try:
+            loaded = load_design(folder)
+        except DesignError as exc:
+            raise r.error(("design", "folder"), str(exc)) from exc
+        top = design.get("top", loaded.top)
+        if top != loaded.top:
+            raise r.error(("design", "top"), f"the design folder's top is {loaded.top!r}")
+        out.update(design_folder=folder, top=loaded.top)
+    else:
+        sources = design.get("sources")
+        if isinstance(sources, str):
+            sources = [sources]
+        if not isinstance(sources, list) or not sources:
+            raise r.error(("design", "sources"), "expected a non-empty list of RTL files (or design.folder)")
+        rels = []
+        for i, rel in enumerate(sources):
+            full = r.inside(("design", "sources", i), root, rel, "file")
+            if not full.is_relative_to(root):
+                raise r.error(("design", "sources", i), f"{rel!r} is outside {root}; move {CONFIG_NAME} up to a common folder")
+            rels.append(full.relative_to(root).as_posix())
+        top = design.get("top")
+        if not isinstance(top, str) or not _IDENT.match(top):
+            raise r.error(("design", "top"), "required: the name of the top module your tests drive")
+        out.update(sources=tuple(rels), top=top)
+    out["clock"], out["reset"] = _clock_reset(r, design)
+    return out
+
+
+def _tests(r: _Reader, root: Path) -> dict[str, Any]:
+    tests = r.section(("tests",))
+    modules = r.str_list(("tests", "modules"), tests.get("modules"), _MODULE)
+    if not modules:
+        raise r.error(("tests", "modules"), "required: the cocotb test modules to run, e.g. [test_counter]")
+    raw_paths = tests.get("paths", ["."])
+    if isinstance(raw_paths, str):
+        raw_paths = [raw_paths]
+    if not isinstance(raw_paths, list):
+        raise r.error(("tests", "paths"), "expected a list of folders")
+    paths = tuple(r.inside(("tests", "paths", i), root, p, "dir") for i, p in enumerate(raw_paths))
+    test_filter = tests.get("filter")
+    if test_filter is not None:
+        if not isinstance(test_filter, str):
+            raise r.error(("tests", "filter"), "expected a regular expression")
+        try:
+            re.compile(test_filter)
+        except re.error as exc:
+            raise r.error(("tests", "filter"), f"not a valid regular expression: {exc}") from exc
+    seed = r.number(("tests", "random_seed"), tests.get("random_seed", 1), int, 0)
+    return {"test_modules": modules, "test_paths": paths, "test_filter": test_filter,
+            "test_env": r.pairs(("tests", "env"), tests.get("env"), names=False), "random_seed": seed}
+
+
+def _build_and_mutation(r: _Reader) -> dict[str, Any]:
+    build = r.section(("build",))
+    mutation = r.section(("mutation",))
+    simulator = build.get("simulator", "verilator")
+    if simulator not in _SIMULATORS:
+        raise r.error(("build", "simulator"), f"expected one of {', '.join(_SIMULATORS)}")
+    args = build.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise r.error(("build", "args"), "expected a list of strings")
+    n = r.number(("mutation", "n"), mutation.get("n", 32), int, 0)
+    since = mutation.get("since")
+    if since is not None and (not isinstance(since, str) or since.startswith("-")):
+        raise r.error(("mutation", "since"), "expected a git revision")
+    return {
+        "simulator": simulator, "build_args": tuple(args),
+        "defines": r.pairs(("build", "defines"), build.get("defines"), names=True),
+        "parameters": r.pairs(("build", "parameters"), build.get("parameters"), names=True),
+        "n": n or None, "operators": r.str_list(("mutation", "operators"), mutation.get("operators")),
+        "seed": r.number(("mutation", "seed"), mutation.get("seed", 0), int), "since": since,
+    }
+
+
+def load_config(path: Path) -> CiConfig:
+    """Read and check ``hwtp.yaml`` (every error names file:line: field)."""
+    if path.is_dir():
+        path = path / CONFIG_NAME
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file (write a starter one with `hwtp ci init`)")
+    try:
+        located = yamlio.load(path.read_text(encoding="utf-8"))
+    except yamlio.YamlLoadError as exc:
+        raise ConfigError(f"{path}:{exc.line or 1}: not valid YAML: {exc.message}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    if not isinstance(located.data, dict):
+        raise ConfigError(f"{path}:1: expected a mapping with design, tests, ... (see `hwtp ci init`)")
+    r = _Reader(path, located)
+    r.section(())
+    root = path.resolve().parent
+    data = located.data
+    fields: dict[str, Any] = {"root": root, "source": str(path)}
+    fields.update(_design(r, root))
+    fields.update(_tests(r, root))
+    fields.update(_build_and_mutation(r))
+    fields["timeout_s"] = r.number(("timeout",), data.get("timeout"), float, 0.001)
+    jobs = r.number(("jobs",), data.get("jobs"), int, 1)
+    if jobs is not None:
+        fields["jobs"] = jobs
+    min_score = r.number(("min_score",), data.get("min_score"), float, 0)
+    if min_score is not None and min_score > 1:
+        raise r.error(("min_score",), "expected a number from 0 to 1")
+    fields["min_score"] = min_score
+    return CiConfig(**fields)
