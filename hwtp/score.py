@@ -171,6 +171,67 @@ def _outcome(
     return Outcome(state.status), levels.golden_pass, {"golden": "pass", "reason": state.reason}
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What scoring needs to run: the samples, each plan compiled (or its error), the evaluations."""
+
+    pairs: tuple[tuple[PlanInput, str], ...]
+    errors: dict[str, str]
+    evaluations: dict[str, Evaluation]
+    states: tuple[str, ...]
+
+
+def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig) -> Prepared:
+    """Validate and compile every plan; list the evaluations (each golden one shared)."""
+    design = mutant_set.design
+    states = _states(mutant_set, config.states)
+    index = dict(states) | {m.id: m.index for m in mutant_set.valid}
+    pairs = samples(plans, states, config.full_matrix)
+    compiled: dict[str, tuple[Any, int]] = {}
+    errors: dict[str, str] = {}
+    for p in plans:
+        try:
+            if p.plan is None:
+                raise PlanError(p.error or "no plan")
+            validate(p.plan, design)
+            compiled[p.id] = (compile_plan(p.plan, design), plan_cycles(p.plan, design))
+        except PlanError as exc:
+            errors[p.id] = str(exc)
+    wanted: dict[str, Evaluation] = {}
+    for p, state in pairs:
+        if p.id in errors:
+            continue
+        if state not in index:
+            raise ScoreError(f"plan {p.id} was written for state {state!r}, which this mutant set does not have")
+        ops, cycles = compiled[p.id]
+        for s in (GOLDEN, state):
+            key = f"{p.id}@{s}"
+            wanted.setdefault(key, Evaluation(key, ops, index[s], cycles=cycles))
+    return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states))
+
+
+def assemble(prepared: Prepared, results: dict[str, EvalResult], rewards: RewardLevels) -> list[SampleResult]:
+    """Samples' outcomes and rewards from the evaluation results."""
+    out = []
+    for p, state in prepared.pairs:
+        if p.id in prepared.errors:
+            out.append(SampleResult(p.id, state, Outcome.INVALID, rewards.invalid, {"reason": prepared.errors[p.id]}))
+            continue
+        golden = results[f"{p.id}@{GOLDEN}"]
+        other = None if state == GOLDEN else results[f"{p.id}@{state}"]
+        outcome, reward, detail = _outcome(golden, other, rewards)
+        out.append(SampleResult(p.id, state, outcome, reward, detail))
+    return out
+
+
+def schemata_build(mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None) -> Any:
+    """The (cached) schemata build of a mutant set: golden and every valid mutant."""
+    schemata, _ = schemata_sources(mutant_set)
+    return ensure_build(
+        get_backend(simulator), build_sources(mutant_set.design, schemata), WRAPPER_TOP, root=cache_root
+    )
+
+
 def score(
     mutant_set: MutantSet,
     plans: Sequence[PlanInput],
@@ -179,53 +240,19 @@ def score(
     counters: Counters | None = None,
 ) -> Scores:
     """Score ``plans`` on the states of ``mutant_set``."""
-    design = mutant_set.design
-    states = _states(mutant_set, config.states)
-    index = dict(states) | {m.id: m.index for m in mutant_set.valid}
-    pairs = samples(plans, states, config.full_matrix)
-    compiled: dict[str, tuple[Any, int] | str] = {}
-    for p in plans:
-        try:
-            if p.plan is None:
-                raise PlanError(p.error or "no plan")
-            validate(p.plan, design)
-            compiled[p.id] = (compile_plan(p.plan, design), plan_cycles(p.plan, design))
-        except PlanError as exc:
-            compiled[p.id] = str(exc)
-    wanted: dict[str, Evaluation] = {}
-    for p, state in pairs:
-        entry = compiled[p.id]
-        if isinstance(entry, str):
-            continue
-        if state not in index:
-            raise ScoreError(f"plan {p.id} was written for state {state!r}, which this mutant set does not have")
-        for s in {GOLDEN, state}:
-            key = f"{p.id}@{s}"
-            wanted.setdefault(key, Evaluation(key, entry[0], index[s], cycles=entry[1]))
-    schemata, _ = schemata_sources(mutant_set)
-    build = ensure_build(
-        get_backend(config.simulator), build_sources(design, schemata), WRAPPER_TOP, root=config.cache_root
-    )
+    prepared = prepare(mutant_set, plans, config)
+    build = schemata_build(mutant_set, config.simulator, config.cache_root)
     start = time.perf_counter()
-    results = _run(build, design, list(wanted.values()), config, progress, counters)
+    results = run_evaluations(build, mutant_set.design, list(prepared.evaluations.values()), config, progress, counters)
     seconds = time.perf_counter() - start
-    out = []
-    for p, state in pairs:
-        entry = compiled[p.id]
-        if isinstance(entry, str):
-            out.append(SampleResult(p.id, state, Outcome.INVALID, config.rewards.invalid, {"reason": entry}))
-            continue
-        golden = results[f"{p.id}@{GOLDEN}"]
-        other = None if state == GOLDEN else results[f"{p.id}@{state}"]
-        outcome, reward, detail = _outcome(golden, other, config.rewards)
-        out.append(SampleResult(p.id, state, outcome, reward, detail))
+    out = assemble(prepared, results, config.rewards)
     return Scores(
-        design.name,
+        mutant_set.design.name,
         config.rewards,
         tuple(out),
-        tuple(s for s, _ in states),
+        prepared.states,
         tuple(p.id for p in plans),
-        len(wanted),
+        len(prepared.evaluations),
         seconds,
         build.seconds,
         build.cached,
@@ -233,25 +260,29 @@ def score(
     )
 
 
-def _run(
+def run_evaluations(
     build: Any,
     design: Any,
     evaluations: list[Evaluation],
     config: ScoreConfig,
-    progress: Callable[[int], None] | None,
-    counters: Counters | None,
+    progress: Callable[[int], None] | None = None,
+    counters: Counters | None = None,
+    on_result: Callable[[EvalResult], None] | None = None,
+    workdir: Path | None = None,
 ) -> dict[str, EvalResult]:
+    """Run evaluations batched over ``config.jobs`` processes, or one process each (isolated)."""
     if not evaluations:
         return {}
     if config.isolated:
         from concurrent.futures import ThreadPoolExecutor
 
         def one(ev: Evaluation) -> EvalResult:
-            return run_job(build, Job(design, (ev,), limits=config.limits), counters=counters, progress=progress)[0]
+            job = Job(design, (ev,), limits=config.limits)
+            return run_job(build, job, workdir, counters=counters, progress=progress, on_result=on_result)[0]
 
         with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
             done = list(pool.map(one, evaluations))
     else:
         job = Job(design, tuple(evaluations), limits=config.limits)
-        done = run_parallel(build, job, config.jobs, counters=counters, progress=progress)
+        done = run_parallel(build, job, config.jobs, workdir, counters=counters, progress=progress, on_result=on_result)
     return {r.id: r for r in done}

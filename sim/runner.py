@@ -13,6 +13,7 @@ import json
 import logging
 import shlex
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -43,6 +44,11 @@ class EvalResult:
     cycles: int = 0
     reason: str | None = None
     seconds: float = 0.0  # time the harness spent on it, inside the simulator
+
+    def as_line(self) -> dict[str, Any]:
+        """The JSON form the harness writes (and the run store keeps)."""
+        return {"id": self.id, "status": self.status, "first": self.first, "tests": list(self.tests),
+                "cycles": self.cycles, "reason": self.reason, "seconds": self.seconds}
 
     @classmethod
     def from_line(cls, data: dict[str, Any]) -> EvalResult:
@@ -81,23 +87,64 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-_LOG_TAIL_LINES:])
 
 
-def _read_results(path: Path) -> list[EvalResult]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append(EvalResult.from_line(json.loads(line)))
-            except (ValueError, KeyError):
-                break  # a line cut short by a crash: the evaluation is re-run
-    return out
+class _ResultTail:
+    """Reads a results file incrementally: only complete new lines, each parsed once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.results: list[EvalResult] = []
+
+    def poll(self) -> list[EvalResult]:
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind(b"\n") + 1  # a line cut short by a crash is not complete
+        new = []
+        for line in chunk[:end].splitlines():
+            if line.strip():
+                try:
+                    new.append(EvalResult.from_line(json.loads(line)))
+                except (ValueError, KeyError):
+                    break
+        self.offset += end
+        self.results.extend(new)
+        return new
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the simulator gets SIGKILL when hwtp dies, even by ``kill -9`` (no orphans)."""
+    if _PRCTL is not None:
+        _PRCTL(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+
+
+def _load_prctl() -> Any:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl() if sys.platform.startswith("linux") else None
 
 
 def _run_process(
-    build: Build, job: Job, workdir: Path, plusargs: Sequence[str], counters: Counters
+    build: Build,
+    job: Job,
+    workdir: Path,
+    plusargs: Sequence[str],
+    counters: Counters,
+    on_result: Callable[[EvalResult], None] | None = None,
 ) -> tuple[list[EvalResult], str | None, str]:
-    """Start one process on ``job``; return (results written, failure kind, log tail)."""
+    """Start one process on ``job``; return (results written, failure kind, log tail).
+
+    ``on_result`` receives each result as soon as the harness has written it.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     job_path, results_path, log_path = workdir / "job.json", workdir / "results.jsonl", workdir / "sim.log"
     job_path.write_text(json.dumps(job.as_data()), encoding="utf-8")
@@ -109,29 +156,45 @@ def _run_process(
     argv = build.backend.command(build.path, build.top, plusargs)
     log.debug("$ %s", shlex.join(argv))
     counters.add(processes=1)
+    tail = _ResultTail(results_path)
+    kind = None
     with log_path.open("w", encoding="utf-8") as log_fh:
-        proc = subprocess.Popen(argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT)
-        done, last_progress, budget = 0, time.monotonic(), STARTUP_GRACE_S + job.limits.wall_s
-        kind = None
+        proc = subprocess.Popen(
+            argv,
+            cwd=workdir,
+            env=environ,
+            stdout=log_fh,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if _PRCTL is not None else None,
+        )
+        last_progress, budget = time.monotonic(), STARTUP_GRACE_S + job.limits.wall_s
         while True:
             try:
-                proc.wait(timeout=0.25)
-                break
+                proc.wait(timeout=0.2)
+                finished = True
             except subprocess.TimeoutExpired:
-                pass
-            now_done = len(_read_results(results_path)) if results_path.exists() else 0
-            if now_done != done:
-                done, last_progress, budget = now_done, time.monotonic(), job.limits.wall_s + 5.0
+                finished = False
+            new = tail.poll()
+            for result in new:
+                counters.add(evaluations=1)
+                if on_result:
+                    on_result(result)
+            if finished:
+                break
+            if new:
+                last_progress, budget = time.monotonic(), job.limits.wall_s + 5.0
             elif time.monotonic() - last_progress > budget:
                 proc.kill()
                 proc.wait()
                 kind = "timeout"
+                for result in tail.poll():
+                    counters.add(evaluations=1)
+                    if on_result:
+                        on_result(result)
                 break
-    results = _read_results(results_path)
-    counters.add(evaluations=len(results))
-    if kind is None and len(results) < len(job.evaluations):
+    if kind is None and len(tail.results) < len(job.evaluations):
         kind = "error"
-    return results, kind, _tail(log_path)
+    return tail.results, kind, _tail(log_path)
 
 
 def run_job(
@@ -141,8 +204,13 @@ def run_job(
     plusargs: Sequence[str] = (),
     counters: Counters | None = None,
     progress: Callable[[int], None] | None = None,
+    on_result: Callable[[EvalResult], None] | None = None,
 ) -> list[EvalResult]:
-    """Run every evaluation of ``job``, restarting after crashes; results in job order."""
+    """Run every evaluation of ``job``, restarting after crashes; results in job order.
+
+    ``on_result`` is called with every result as soon as it exists (for a store that must
+    not lose finished work if hwtp is killed).
+    """
     counters = counters or Counters()
     pending = list(job.evaluations)
     results: dict[str, EvalResult] = {}
@@ -152,11 +220,13 @@ def run_job(
                 ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}"
             )
             pending.remove(ev)
+            if on_result:
+                on_result(results[ev.id])
     with tempfile.TemporaryDirectory(prefix="hwtp-sim-", dir=workdir) as tmp:
         attempt = 0
         while pending:
             batch = replace(job, evaluations=tuple(pending))
-            got, kind, tail = _run_process(build, batch, Path(tmp) / f"p{attempt}", plusargs, counters)
+            got, kind, tail = _run_process(build, batch, Path(tmp) / f"p{attempt}", plusargs, counters, on_result)
             attempt += 1
             for r in got:
                 results[r.id] = r
@@ -173,6 +243,8 @@ def run_job(
                 results[held.id] = EvalResult(
                     held.id, kind, reason=f"{reason}; log tail:\n{tail}" if kind == "error" else reason
                 )
+                if on_result:
+                    on_result(results[held.id])
                 if progress:
                     progress(1)
     return [results[ev.id] for ev in job.evaluations]
@@ -186,13 +258,14 @@ def run_parallel(
     plusargs: Sequence[str] = (),
     counters: Counters | None = None,
     progress: Callable[[int], None] | None = None,
+    on_result: Callable[[EvalResult], None] | None = None,
 ) -> list[EvalResult]:
     """Split ``job`` into ``jobs`` contiguous chunks run by as many processes at once."""
     counters = counters or Counters()
     evaluations = list(job.evaluations)
     jobs = max(1, min(jobs, len(evaluations)))
     if jobs == 1:
-        return run_job(build, job, workdir, plusargs, counters, progress)
+        return run_job(build, job, workdir, plusargs, counters, progress, on_result)
     size = -(-len(evaluations) // jobs)
     chunks = [evaluations[i : i + size] for i in range(0, len(evaluations), size)]
     lock = threading.Lock()
@@ -204,7 +277,9 @@ def run_parallel(
 
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
         futures = [
-            pool.submit(run_job, build, replace(job, evaluations=tuple(c)), workdir, plusargs, counters, tick)
+            pool.submit(
+                run_job, build, replace(job, evaluations=tuple(c)), workdir, plusargs, counters, tick, on_result
+            )
             for c in chunks
         ]
         out: list[EvalResult] = []

@@ -19,6 +19,10 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.plan", "plan_command"),
     ("hwtp.commands.advantage", "advantage_command"),
     ("hwtp.commands.advantage", "export_command"),
+    ("hwtp.commands.run", "run_command"),
+    ("hwtp.commands.run", "status_command"),
+    ("hwtp.commands.ci", "ci"),
+    ("hwtp.commands.ci", "export_tests_command"),
 )
 
 

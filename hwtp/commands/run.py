@@ -1,0 +1,144 @@
+"""``hwtp run`` and ``hwtp status``: the whole loop on a resumable run folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwtp import run as loop
+from hwtp.export import FORMATS
+from hwtp.runconfig import STAGES, load_file, resolve
+
+_DEFAULT_CONFIG = Path("hwtp.yaml")
+
+
+class Progress:
+    """Progress on a TTY (one updating line); plain periodic lines otherwise (CI logs)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, kind: str, **data: Any) -> None:
+        if kind == "design":
+            self._line(f"[{data['index'] + 1}/{data['total']}] {data['ref']}", force=True)
+        elif kind == "stage":
+            self._line(f"  {data['design']}: {data['stage']}", force=True)
+        elif kind == "progress":
+            total = max(1, data["total"])
+            bar = "#" * int(20 * data["done"] / total)
+            self._line(f"  {data['design']}: {data['stage']} {data['done']}/{data['total']} [{bar:<20}]")
+
+    def _line(self, text: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.tty:
+            click.echo(f"\r\033[K{text}", nl=False, err=True)
+            if force:
+                click.echo("", err=True)
+        elif force or now - self.last > 5:
+            click.echo(text, err=True)
+            self.last = now
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    rows = [*summary["designs"].items(), ("overall", summary["overall"])]
+    click.echo(
+        f"{'design':<22}{'samples':>8}{'golden pass':>12}{'detect':>8}{'mean r':>8}"
+        f"{'zero-adv state':>15}{'design':>8}  rewards"
+    )
+    for name, n in rows:
+        zero = n.get("zero_advantage_groups", {})
+        hist = " ".join(f"{k}:{v}" for k, v in n["reward_histogram"].items())
+        click.echo(
+            f"{name:<22}{n['samples']:>8}{n['golden_pass_rate']:>12.0%}{n['detection_rate']:>8.0%}"
+            f"{n['mean_reward']:>8.2f}{zero.get('state', 0):>15.0%}{zero.get('design', 0):>8.0%}  {hist}"
+        )
+    o = summary["overall"]
+    rate = f"{o['evaluations_per_s']:.0f} evaluations/s" if o.get("evaluations_per_s") else "no new simulations"
+    c = summary["counters"]
+    click.echo(
+        f"{rate}; simulations {c.get('simulations', 0)} (+{c.get('simulations_ingested', 0)} recovered), "
+        f"policy samples {c.get('policy_samples', 0)}, LLM tokens {o.get('llm_tokens', 0)}"
+    )
+
+
+@click.command("run")
+@click.argument("designs", nargs=-1)
+@click.option("-o", "--out", "rundir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Configuration file (section 'run'); default ./hwtp.yaml when present.",
+)
+@click.option("--states", type=int, help="Mutant states per design (plus golden). [8]")
+@click.option("-G", "samples", type=int, help="Plans per state. [8]")
+@click.option("--seed", type=int)
+@click.option("--witness-cycles", type=int)
+@click.option("--policy", type=click.Choice(["random", "openai", "replay"]))
+@click.option("--endpoint")
+@click.option("--model")
+@click.option("--api-key-env")
+@click.option("--temperature", type=float)
+@click.option("--top-p", type=float)
+@click.option("--max-tokens", type=int)
+@click.option("--from", "replay_from")
+@click.option("--preset")
+@click.option("--group-by", type=click.Choice(["state", "design", "batch"]))
+@click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS), help="Export format (repeatable).")
+@click.option("--batch-size", type=int)
+@click.option("-j", "--jobs", type=int)
+@click.option("--concurrency", type=int)
+@click.option("--dry-run", is_flag=True, help="Print the resolved configuration and the planned work; run nothing.")
+@click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
+def run_command(
+    designs: tuple[str, ...],
+    rundir: Path,
+    config_file: Path | None,
+    dry_run: bool,
+    force_new_stage: str | None,
+    json_out: Path | None,
+    **options: Any,
+) -> None:
+    """The whole loop: mutate, plan, score, advantage and export, for each DESIGN (default:
+    every shipped design) into RUNDIR. Rerun the same command to resume."""
+    path = config_file or (_DEFAULT_CONFIG if _DEFAULT_CONFIG.is_file() else None)
+    file_values = load_file(path) if path else {}
+    if options["policy"] is None and options["endpoint"] and "policy" not in file_values:
+        options["policy"] = "openai"
+    config = resolve(file_values, {"designs": designs, **options})
+    if dry_run:
+        click.echo(json.dumps(loop.dry_run(config), indent=2))
+        return
+    summary = loop.run(config, rundir, force_new_stage, Progress())
+    print_summary(summary)
+    if json_out:
+        json_out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    click.echo(f"exports in {rundir / 'export'}")
+
+
+@click.command("status")
+@click.argument("rundir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def status_command(rundir: Path, as_json: bool) -> None:
+    """Per design and stage: done/total, failures, and the run's numbers."""
+    report = loop.status(rundir)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"{'design':<22}{'mutate':>8}{'plan':>12}{'score evals':>12}{'failures':>9}{'adv':>5}{'export':>7}")
+    for name, s in report["stages"].items():
+        plan = f"{s['plan']['done']}/{s['plan']['total']}"
+        click.echo(
+            f"{name:<22}{'done' if s['mutate']['done'] else '-':>8}{plan:>12}{s['score']['done']:>12}"
+            f"{s['score']['failures'] + s['plan']['invalid']:>9}{'yes' if s['advantage'] else '-':>5}"
+            f"{'yes' if s['export'] else '-':>7}"
+        )
+    if report["summary"]["designs"]:
+        print_summary(report["summary"])

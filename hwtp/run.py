@@ -1,0 +1,343 @@
+"""``hwtp run``: mutate, plan, score, advantage and export, resumable on the run store.
+
+Every stage reads its input from the store and writes its output in transactions, so a
+rerun continues where a previous one stopped (Ctrl-C or ``kill -9`` included) without
+losing or repeating work: plans are stored per state as they arrive, every evaluation as
+soon as the harness has written it (results left by a killed run are ingested, not
+re-simulated), and the later stages are pure functions of the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from hwtp import mutate as engine
+from hwtp.advantage import advantage_records, preset, summarize
+from hwtp.design import Design, load_design, shipped_names
+from hwtp.errors import PlanError, StoreError
+from hwtp.export import ExportOptions, base_records, write_export
+from hwtp.plan import extract_plan
+from hwtp.planning import plan_states
+from hwtp.planset import PlanInput
+from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy
+from hwtp.prompt import Templates
+from hwtp.runconfig import STAGES, RunConfig, changes, first_stage
+from hwtp.score import GOLDEN, RewardLevels, ScoreConfig, assemble, prepare, run_evaluations, schemata_build
+from hwtp.sim.runner import EvalResult, _ResultTail
+from hwtp.store import PlanRow, Store, open_store
+
+Event = Callable[..., None]
+
+
+def _quiet(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+def design_refs(config: RunConfig) -> list[str]:
+    return list(config.designs) or shipped_names()
+
+
+def check_config(store: Store, config: RunConfig, force: str | None) -> None:
+    """Refuse a changed configuration unless ``force`` names a stage early enough to redo it."""
+    old = store.get_meta("config")
+    new = config.fingerprint()
+    if old is None:
+        store.set_meta("config", new)
+        return
+    diff = changes(old, new)
+    if not diff and force is None:
+        return
+    if diff:
+        stage = first_stage(diff)
+        what = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in diff)
+        if force is None or STAGES.index(force) > STAGES.index(stage):
+            raise StoreError(
+                f"{store.root}: the configuration changed ({what}); rerun with "
+                f"--force-new-stage {stage} to redo from {stage}, or use a new run folder"
+            )
+    store.reset_stages(STAGES[STAGES.index(force or "export") :])
+    if force == "mutate":
+        with store.transaction() as c:
+            c.execute("DELETE FROM designs")
+    store.set_meta("config", new)
+
+
+def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> engine.MutantSet:
+    design = load_design(ref)
+    row = store.design_row(design.name)
+    mutdir = store.root / "designs" / design.name / "mutants"
+    if row and store.stage_done(design.name, "mutate") and (mutdir / engine.MUTANTS_JSON).is_file():
+        return engine.load(mutdir)
+    on_event("stage", design=design.name, stage="mutate")
+    result = engine.mutate(
+        design,
+        engine.MutationConfig(
+            n=config.states, seed=config.seed, jobs=config.jobs, witness_cycles=config.witness_cycles
+        ),
+    )
+    engine.write(result, mutdir)
+    states = [(GOLDEN, 0), *((m.id, m.index) for m in result.valid)]
+    store.put_design(
+        design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result), states
+    )
+    return engine.load(mutdir)
+
+
+def make_policy(config: RunConfig, mutant_set: engine.MutantSet) -> Any:
+    if config.policy == "random":
+        return RandomPolicy(mutant_set, seed=config.seed)
+    if config.policy == "replay":
+        return ReplayPolicy(Path(config.replay_from or "."))
+    from hwtp.llm import ClientConfig, SamplingParams
+
+    params = SamplingParams(
+        temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed
+    )
+    client = ClientConfig(
+        endpoint=config.endpoint or "",
+        model=config.model or "",
+        api_key_env=config.api_key_env,
+        concurrency=config.concurrency,
+    )
+    return OpenAIPolicy(client, params)
+
+
+def plan_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event) -> None:
+    name = mutant_set.design.name
+    if store.stage_done(name, "plan"):
+        return
+    have = store.plan_keys(name)
+    states = store.states(name)
+    missing = [s for s in states if any((s, k) not in have for k in range(config.samples))]
+    policy = make_policy(config, mutant_set)
+    templates = Templates.load()
+    for i, state in enumerate(missing):
+        on_event("progress", design=name, stage="plan", done=len(states) - len(missing) + i, total=len(states))
+        records = plan_states(mutant_set, [state], config.samples, policy, templates)
+        rows = [
+            PlanRow(name, r.state, r.sample, r.plan, r.as_json()) for r in records if (r.state, r.sample) not in have
+        ]
+        store.put_plans(rows)
+        store.bump("policy_samples", len(rows))
+        fresh = [r for r in records if not r.generated.from_cache and r.generated.usage]
+        if fresh:
+            store.bump("llm_completions", len(fresh))
+            store.bump("llm_tokens", sum(sum((r.generated.usage or {}).values()) for r in fresh))
+    store.finish_stage(name, "plan")
+
+
+def plan_inputs(store: Store, design: str) -> list[PlanInput]:
+    out = []
+    for row in store.plans(design):
+        completion = row.record.get("completion")
+        try:
+            if completion is None:
+                raise PlanError(row.record.get("error") or "no completion")
+            out.append(PlanInput(row.plan, extract_plan(completion, source=row.plan), state=row.state, meta=row.record))
+        except PlanError as exc:
+            out.append(PlanInput(row.plan, None, str(exc), state=row.state, meta=row.record))
+    return out
+
+
+def _ingest_leftovers(store: Store, design: str, workdir: Path, wanted: set[str]) -> int:
+    """Results written by a simulator of a killed run: stored, not simulated again."""
+    count = 0
+    for path in sorted(workdir.rglob("results.jsonl")):
+        tail = _ResultTail(path)
+        for result in tail.poll():
+            if result.id in wanted and store.put_evaluation(design, result.id, result.as_line()):
+                count += 1
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    return count
+
+
+def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event) -> float:
+    """Score the stored plans; returns the seconds spent simulating in this invocation."""
+    name = mutant_set.design.name
+    if store.stage_done(name, "score"):
+        return 0.0
+    score_config = ScoreConfig(jobs=config.jobs)
+    prepared = prepare(mutant_set, plan_inputs(store, name), score_config)
+    workdir = store.root / "work" / name
+    store.bump("simulations_ingested", _ingest_leftovers(store, name, workdir, set(prepared.evaluations)))
+    stored = store.evaluations(name)
+    pending = [ev for key, ev in prepared.evaluations.items() if key not in stored]
+    seconds = 0.0
+    if pending:
+        total, done = len(prepared.evaluations), len(prepared.evaluations) - len(pending)
+        on_event("progress", design=name, stage="score", done=done, total=total)
+        build = schemata_build(mutant_set)
+
+        def keep(result: EvalResult) -> None:
+            if store.put_evaluation(name, result.id, result.as_line()):
+                store.bump("simulations")
+
+        def tick(n: int) -> None:
+            nonlocal done
+            done += n
+            on_event("progress", design=name, stage="score", done=done, total=total)
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        run_evaluations(build, mutant_set.design, pending, score_config, tick, on_result=keep, workdir=workdir)
+        seconds = time.perf_counter() - start
+        shutil.rmtree(workdir, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        workdir.parent.rmdir()  # the work folder, once empty
+    results = {k: EvalResult.from_line(v) for k, v in store.evaluations(name).items()}
+    samples = assemble(prepared, results, RewardLevels())
+    store.put_samples(name, [(s.plan, s.state, s.outcome.value, s.reward, s.detail) for s in samples])
+    return seconds
+
+
+def score_docs(store: Store, designs: list[str]) -> list[dict[str, Any]]:
+    docs = []
+    for d in designs:
+        row = store.design_row(d) or {}
+        results = [{k: s[k] for k in ("plan", "state", "outcome", "reward", "detail")} for s in store.samples(d)]
+        docs.append(
+            {
+                "design": d,
+                "mutant_set": row.get("set_hash", ""),
+                "rewards": RewardLevels().as_dict(),
+                "results": results,
+            }
+        )
+    return docs
+
+
+def advantage_stage(store: Store, designs: list[str], config: RunConfig) -> list[dict[str, Any]]:
+    docs = score_docs(store, designs)
+    records = advantage_records(docs, preset(config.preset), by=config.group_by)  # type: ignore[arg-type]
+    hashes = {d["design"]: d["mutant_set"] for d in docs}
+    for r in records:
+        r["mutant_set"] = hashes[r["design"]]
+    store.put_advantages(
+        [(r["design"], r["plan"], r["state"], r["group"], float(r["advantage"])) for r in records], designs
+    )
+    return records
+
+
+def export_stage(store: Store, designs: list[str], config: RunConfig, records: list[dict[str, Any]]) -> None:
+    plans = {row.plan: row.record for d in designs for row in store.plans(d)}
+    metadata = {"preset": config.preset, "group_by": config.group_by, "seed": config.seed, "policy": config.policy}
+    rows = base_records(records, plans, metadata)
+    for fmt in config.formats:
+        out = store.root / "export" / fmt
+        if out.exists():
+            shutil.rmtree(out)
+        manifest = write_export(rows, ExportOptions(fmt, config.batch_size, tuple(metadata.items())), out)
+        store.put_export(fmt, json.loads(manifest.read_text(encoding="utf-8")), designs)
+
+
+def run(config: RunConfig, rundir: Path, force: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
+    """The whole loop on ``rundir``; returns the summary (see :func:`summary`)."""
+    with open_store(rundir) as store:
+        check_config(store, config, force)
+        names, seconds = [], 0.0
+        refs = design_refs(config)
+        for i, ref in enumerate(refs):
+            on_event("design", index=i, total=len(refs), ref=ref)
+            mutant_set = mutate_stage(store, ref, config, on_event)
+            names.append(mutant_set.design.name)
+            plan_stage(store, mutant_set, config, on_event)
+            seconds += score_stage(store, mutant_set, config, on_event)
+        on_event("stage", design="*", stage="advantage")
+        records = advantage_stage(store, names, config)
+        on_event("stage", design="*", stage="export")
+        export_stage(store, names, config, records)
+        store.set_meta("designs", names)
+        return summary(store, names, config, seconds)
+
+
+def summary(store: Store, designs: list[str], config: RunConfig, sim_seconds: float = 0.0) -> dict[str, Any]:
+    """Per design and overall: golden pass rate, detection rate, mean reward, reward
+    histogram, zero-advantage groups by state vs design, evaluations/s, LLM tokens."""
+    docs = score_docs(store, designs)
+    cfg = preset(config.preset)
+    per_design = {}
+    for doc in docs:
+        per_design[doc["design"]] = _numbers(doc["results"], summarize([doc], cfg) if doc["results"] else None)
+    everything = [r for d in docs for r in d["results"]]
+    overall = _numbers(everything, summarize([d for d in docs if d["results"]], cfg) if everything else None)
+    counters = store.counters()
+    simulated = counters.get("simulations", 0)
+    overall["evaluations_per_s"] = round(simulated / sim_seconds, 1) if sim_seconds else None
+    overall["llm_tokens"] = counters.get("llm_tokens", 0)
+    return {"designs": per_design, "overall": overall, "counters": counters}
+
+
+def _numbers(results: list[dict[str, Any]], zero: dict[str, Any] | None) -> dict[str, Any]:
+    by_plan: dict[str, bool] = {}
+    for r in results:
+        by_plan[r["plan"]] = by_plan.get(r["plan"], False) or r["outcome"] in ("passed", "detected")
+    mutant = [r for r in results if r["state"] != GOLDEN]
+    hist: dict[str, int] = {}
+    for r in results:
+        hist[f"{r['reward']:g}"] = hist.get(f"{r['reward']:g}", 0) + 1
+    return {
+        "samples": len(results),
+        "golden_pass_rate": sum(by_plan.values()) / len(by_plan) if by_plan else 0.0,
+        "detection_rate": sum(r["outcome"] == "detected" for r in mutant) / len(mutant) if mutant else 0.0,
+        "mean_reward": sum(r["reward"] for r in results) / len(results) if results else 0.0,
+        "reward_histogram": dict(sorted(hist.items())),
+        "zero_advantage_groups": {k: round(v.share, 4) for k, v in zero.items()} if zero else {},
+    }
+
+
+def status(rundir: Path) -> dict[str, Any]:
+    """Per design and stage: done/total and failures, plus the summary numbers."""
+    with open_store(rundir) as store:
+        raw = store.get_meta("config")
+        if raw is None:
+            raise StoreError(f"{rundir}: no run has started here")
+        config = RunConfig(**{**raw, "designs": tuple(raw["designs"]), "formats": tuple(raw["formats"])})
+        names = store.get_meta("designs") or [load_design(r).name for r in design_refs(config)]
+        out: dict[str, Any] = {}
+        for name in names:
+            states = store.states(name)
+            plans = store.plans(name)
+            samples = store.samples(name)
+            out[name] = {
+                "mutate": {"done": store.stage_done(name, "mutate"), "states": len(states)},
+                "plan": {
+                    "done": len(plans),
+                    "total": len(states) * config.samples,
+                    "invalid": sum(1 for p in plans if p.record.get("error")),
+                },
+                "score": {
+                    "done": len(store.evaluations(name)),
+                    "samples": len(samples),
+                    "failures": sum(1 for s in samples if s["outcome"] in ("timeout", "error")),
+                },
+                "advantage": store.stage_done(name, "advantage"),
+                "export": store.stage_done(name, "export"),
+            }
+        return {"stages": out, "summary": summary(store, [n for n in names if store.samples(n)], config)}
+
+
+def dry_run(config: RunConfig) -> dict[str, Any]:
+    """The resolved configuration and the planned amount of work."""
+    refs = design_refs(config)
+    designs: list[Design] = [load_design(r) for r in refs]
+    states = len(designs) * (config.states + 1)
+    requests = states if config.policy == "openai" else 0
+    evaluations = len(designs) * config.samples * (1 + 2 * config.states)
+    return {
+        "config": replace(config, designs=tuple(refs)).fingerprint() | {"jobs": config.jobs},
+        "work": {
+            "designs": len(designs),
+            "states": states,
+            "plans": states * config.samples,
+            "llm_requests": requests,
+            "evaluations_at_most": evaluations,
+        },
+    }
