@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -57,9 +58,12 @@ def baseline(mutant_set: engine.MutantSet, plans: list[PlanInput], mutants: int,
     return time.perf_counter() - start, evaluations
 
 
-def hwtp_run(mutant_set: engine.MutantSet, plans: list[PlanInput], cache: Path, jobs: int) -> tuple[float, int]:
+def hwtp_run(
+    mutant_set: engine.MutantSet, plans: list[PlanInput], cache: Path, jobs: int, simulator: str = "verilator"
+) -> tuple[float, int]:
     start = time.perf_counter()
-    scores = score(mutant_set, plans, ScoreConfig(jobs=jobs, cache_root=cache, full_matrix=True))
+    config = ScoreConfig(jobs=jobs, cache_root=cache, full_matrix=True, simulator=simulator)
+    scores = score(mutant_set, plans, config)
     return time.perf_counter() - start, scores.evaluations
 
 
@@ -97,6 +101,10 @@ def main() -> None:
         cold_s, n_evals = hwtp_run(mutant_set, plans, cache_cold, args.jobs)
         warm_s, _ = hwtp_run(mutant_set, plans, cache_cold, args.jobs)
         base_s, base_n = baseline(mutant_set, plans, args.baseline_mutants, Path(tmp) / "base")
+        icarus = None
+        if shutil.which("iverilog"):
+            hwtp_run(mutant_set, plans, cache_cold, args.jobs, "icarus")  # build (fast), then measure warm
+            icarus = hwtp_run(mutant_set, plans, cache_cold, args.jobs, "icarus")
         per_core, cycles = harness_speed(mutant_set, plans, cache_cold, repeat=4)
     base_rate = base_n / base_s
     cold_rate, warm_rate = n_evals / cold_s, n_evals / warm_s
@@ -109,6 +117,9 @@ def main() -> None:
     )
     print(f"{'hwtp cold (empty build cache)':<44}{cold_rate:>10.1f}{cold_rate / base_rate:>13.1f}x")
     print(f"{'hwtp warm (build cached)':<44}{warm_rate:>10.1f}{warm_rate / base_rate:>13.1f}x")
+    if icarus:
+        ica_rate = icarus[1] / icarus[0]
+        print(f"{'hwtp warm, Icarus backend':<44}{ica_rate:>10.1f}{ica_rate / base_rate:>13.1f}x")
     print(
         f"{'harness inside one process, per core':<44}{per_core:>10.0f}"
         f"   (plans of <= {cycles} cycles incl. reset; goal >= 2000/s)"

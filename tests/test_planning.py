@@ -13,8 +13,8 @@ import pytest
 
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
-from hwtp.planset import read_plans
 from hwtp.planning import plan_states, state_requests, write_plans
+from hwtp.planset import read_plans
 from hwtp.policy import RandomPolicy
 from hwtp.prompt import Templates
 from hwtp.score import GOLDEN, Outcome, ScoreConfig, score

@@ -69,7 +69,9 @@ def _records(docs: list[dict[str, Any]], preset_name: str, group_by: str, **over
 @click.argument("scores", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @advantage_options
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="JSONL: one record per sample.")
-def advantage_command(scores: tuple[Path, ...], preset_name: str, group_by: str, out: Path | None, **overrides: Any) -> None:
+def advantage_command(
+    scores: tuple[Path, ...], preset_name: str, group_by: str, out: Path | None, **overrides: Any
+) -> None:
     """GRPO-SMu (or trainer-preset) advantages for the samples of hwtp score JSON files."""
     records, _config_used, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
     if out:

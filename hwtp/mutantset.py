@@ -1,0 +1,218 @@
+"""Mutant sets: the records of mutants.json and the mutant directory on disk.
+
+A mutant directory is self-contained: ``golden/`` holds a copy of the design (manifest,
+spec, sources), ``schemata/`` the schemata sources, ``witnesses/`` one plan per killable
+mutant, ``diffs/`` one unified diff per mutant and ``mutants.json`` the records (DESIGN.md,
+"Mutants"). :mod:`hwtp.mutate` makes them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hwtp.design import MANIFEST, Design, SourceFile, load_design
+from hwtp.errors import MutantError
+from hwtp.mutators.schemata import SchemataError, render, standalone
+from hwtp.mutators.site import Site
+from hwtp.plan import Plan, load_plan_file, to_data
+from hwtp.rtl import module_body_offsets
+
+MUTANTS_JSON = "mutants.json"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant record of mutants.json."""
+
+    id: str
+    operator: str
+    file: str
+    line: int
+    col: int
+    original: str
+    replacement: str
+    parents: tuple[str, ...] = ()
+    status: str = "valid"
+    klass: str = "unknown"
+    reason: str | None = None
+    index: int = 0  # selector value in the schemata build (0 = none)
+    start: int = 0
+    end: int = 0
+    sites: tuple[Site, ...] = field(default=(), compare=False)
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("sites")
+        data["class"] = data.pop("klass")
+        data["parents"] = list(self.parents)
+        data["edits"] = [
+            {
+                "file": s.file,
+                "start": s.start,
+                "end": s.end,
+                "operator": s.operator,
+                "original": s.original,
+                "replacement": s.replacement,
+                "guard_start": s.guard_start,
+                "guard_end": s.guard_end,
+                "guard": s.guard,
+                "line": s.line,
+                "col": s.col,
+            }
+            for s in self.sites
+        ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Mutant:
+        sites = tuple(Site(**e) for e in data.get("edits", ()))
+        fields = {k: v for k, v in data.items() if k not in ("edits", "class")}
+        fields["parents"] = tuple(fields.get("parents", ()))
+        return cls(**fields, klass=data.get("class", "unknown"), sites=sites)
+
+
+@dataclass(frozen=True)
+class MutantSet:
+    """The contents of a mutant directory."""
+
+    design: Design
+    seed: int
+    mutants: tuple[Mutant, ...]
+    root: Path | None = None
+    witnesses: dict[str, Plan] = field(default_factory=dict, compare=False)
+
+    @property
+    def valid(self) -> tuple[Mutant, ...]:
+        return tuple(m for m in self.mutants if m.status == "valid")
+
+    def get(self, mutant_id: str) -> Mutant:
+        for m in self.mutants:
+            if m.id == mutant_id:
+                return m
+        raise MutantError(
+            f"no mutant {mutant_id!r} (ids: {self.mutants[0].id}..{self.mutants[-1].id})"
+            if self.mutants
+            else f"no mutant {mutant_id!r}: the set is empty"
+        )
+
+    def sources_of(self, mutant: Mutant) -> tuple[SourceFile, ...]:
+        """The standalone sources of ``mutant`` (golden files with its edits applied)."""
+        out = []
+        for src in self.design.sources:
+            edits = [s for s in mutant.sites if s.file == src.path]
+            out.append(SourceFile(src.path, standalone(src.text, edits)) if edits else src)
+        return tuple(out)
+
+    def diff(self, mutant: Mutant) -> str:
+        chunks = []
+        for golden, mutated in zip(self.design.sources, self.sources_of(mutant), strict=True):
+            if golden.text != mutated.text:
+                chunks.extend(
+                    difflib.unified_diff(
+                        golden.text.splitlines(keepends=True),
+                        mutated.text.splitlines(keepends=True),
+                        fromfile=f"a/{golden.path}",
+                        tofile=f"b/{golden.path}",
+                    )
+                )
+        return "".join(chunks)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "design": self.design.name,
+            "design_hash": self.design.content_hash,
+            "seed": self.seed,
+            "mutants": [m.as_json() for m in self.mutants],
+        }
+
+
+def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str]]:
+    """Schemata sources of the valid mutants, and the ids that could not share the build."""
+    valid = [m for m in mutant_set.valid if m.index]
+    excluded: list[str] = []
+    while True:
+        try:
+            out = []
+            for src in mutant_set.design.sources:
+                pairs = [(m.index, s) for m in valid for s in m.sites if s.file == src.path]
+                out.append(SourceFile(src.path, render(src.text, pairs, module_body_offsets(src.text, src.path))))
+            return tuple(out), excluded
+        except SchemataError as exc:
+            bad = {i for i in exc.indices}
+            excluded.extend(m.id for m in valid if m.index in bad)
+            valid = [m for m in valid if m.index not in bad]
+
+
+def write(mutant_set: MutantSet, outdir: Path) -> Path:
+    """Write the mutant directory; returns the path of mutants.json."""
+    design = mutant_set.design
+    outdir.mkdir(parents=True, exist_ok=True)
+    golden = outdir / "golden"
+    if golden.exists():
+        shutil.rmtree(golden)
+    for src in design.sources:
+        (golden / src.path).parent.mkdir(parents=True, exist_ok=True)
+        (golden / src.path).write_text(src.text, encoding="utf-8")
+    (golden / "spec.md").write_text(design.spec, encoding="utf-8")
+    manifest: dict[str, Any] = {
+        "name": design.name,
+        "top": design.top,
+        "sources": [s.path for s in design.sources],
+        "spec": "spec.md",
+    }
+    if design.clock:
+        manifest["clock"] = {"port": design.clock.port, "period_ns": design.clock.period_ns}
+    if design.reset:
+        manifest["reset"] = {"port": design.reset.port, "active": design.reset.active, "cycles": design.reset.cycles}
+    (golden / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    schemata, _ = schemata_sources(mutant_set)
+    for src in schemata:
+        (outdir / "schemata" / src.path).parent.mkdir(parents=True, exist_ok=True)
+        (outdir / "schemata" / src.path).write_text(src.text, encoding="utf-8")
+    witnesses = outdir / "witnesses"
+    if witnesses.exists():
+        shutil.rmtree(witnesses)
+    if mutant_set.witnesses:
+        witnesses.mkdir()
+    for mid, plan in sorted(mutant_set.witnesses.items()):
+        (witnesses / f"{mid}.yaml").write_text(yaml.safe_dump(to_data(plan), sort_keys=False), encoding="utf-8")
+    diffs = outdir / "diffs"
+    if diffs.exists():
+        shutil.rmtree(diffs)
+    diffs.mkdir()
+    for m in mutant_set.valid:
+        (diffs / f"{m.id}.diff").write_text(mutant_set.diff(m), encoding="utf-8")
+    path = outdir / MUTANTS_JSON
+    path.write_text(json.dumps(mutant_set.as_json(), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def load(mutdir: Path) -> MutantSet:
+    """Read a mutant directory written by :func:`write`."""
+    path = mutdir / MUTANTS_JSON
+    if not path.is_file():
+        raise MutantError(f"{mutdir}: no {MUTANTS_JSON} (run `hwtp mutate DESIGN -o {mutdir}` first)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        design = load_design(mutdir / "golden")
+        mutants = tuple(Mutant.from_json(m) for m in data["mutants"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MutantError(f"{path}: malformed: {exc}") from exc
+    if data.get("design_hash") != design.content_hash:
+        raise MutantError(f"{path}: design_hash does not match {mutdir / 'golden'} (edited by hand?)")
+    witnesses = {p.stem: load_plan_file(p) for p in sorted((mutdir / "witnesses").glob("*.yaml"))}
+    return MutantSet(design, int(data.get("seed", 0)), mutants, mutdir, witnesses)
+
+
+def set_hash(mutant_set: MutantSet) -> str:
+    """Content hash of a mutant set (design + mutants), for exports and caches."""
+    payload = json.dumps(mutant_set.as_json(), sort_keys=True).encode()
+    return hashlib.sha256(payload).hexdigest()

@@ -1,0 +1,48 @@
+"""Retry timing for the chat client: full-jitter backoff, ``Retry-After``, safe URLs."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+
+from hwtp.chat import ClientConfig, redact_url
+
+__all__ = ["backoff_delay", "parse_retry_after", "redact_url", "retry_delay"]
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait according to a ``Retry-After`` header value, or None if unusable.
+
+    Accepts delta-seconds (fractions too, beyond RFC 9110) and HTTP dates; past dates give 0.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)]."""
+    return rng.uniform(0.0, min(cap, base * 2.0 ** min(attempt, 60)))
+
+
+def retry_delay(attempt: int, config: ClientConfig, retry_after: float | None, rng: random.Random) -> float:
+    """The wait before retry ``attempt + 1``: the backoff, but never less than ``Retry-After``
+    (itself capped at ``config.retry_after_max``)."""
+    delay = backoff_delay(attempt, config.backoff_base, config.backoff_max, rng)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, config.retry_after_max))
+    return delay
