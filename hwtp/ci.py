@@ -13,9 +13,6 @@ both are indeterminate, reported and left out of the score::
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -24,21 +21,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
-from xml.etree import ElementTree
+from typing import Any
 
 from hwtp import mutate as engine
 from hwtp.ci_config import CiConfig, load_config
+from hwtp.ci_runs import Processes, Run, TestOutcome, run_tests
 from hwtp.errors import EXIT_INPUT, HwtpError
-from hwtp.mutators.schemata import PLUSARG
 from hwtp.sim.backends import get_backend
-from hwtp.sim.buildcache import Build, ensure_build
+from hwtp.sim.buildcache import ensure_build
 
-__all__ = ["CiConfig", "CiReport", "MutantResult", "Run", "Status", "TestbenchError", "load_config", "run_ci"]
+__all__ = ["CiConfig", "CiReport", "MutantResult", "Run", "Status", "TestOutcome", "TestbenchError",
+           "load_config", "run_ci", "run_tests"]
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
 GOLDEN_TIMEOUT_S = 300.0
-_LOG_TAIL_LINES = 25
 
 
 class TestbenchError(HwtpError):
@@ -62,33 +58,6 @@ INDETERMINATE = frozenset({Status.TIMEOUT, Status.ERROR})
 
 
 @dataclass(frozen=True)
-class TestOutcome:
-    """One cocotb test in one simulator run, as its results file reports it."""
-
-    __test__ = False
-
-    name: str
-    module: str
-    status: Literal["passed", "failed", "skipped"]
-    message: str = ""
-    detail: str = ""             # the traceback cocotb recorded
-
-
-@dataclass(frozen=True)
-class Run:
-    """One simulator process: every test of the testbench on one state."""
-
-    status: Literal["pass", "fail", "timeout", "error"]
-    tests: tuple[TestOutcome, ...]
-    seconds: float
-    reason: str | None = None    # timeout/error: why, with the log tail
-
-    @property
-    def failed(self) -> tuple[TestOutcome, ...]:
-        return tuple(t for t in self.tests if t.status == "failed")
-
-
-@dataclass(frozen=True)
 class MutantResult:
     """One mutant, its source change and what the testbench did with it."""
 
@@ -102,7 +71,7 @@ class MutantResult:
     status: Status
     seconds: float = 0.0
     killed_by: tuple[str, ...] = ()          # failing tests (module.name)
-    reason: str | None = None                # timeout/error detail
+    reason: str | None = None                # killed: the first failure; timeout/error: why
     golden_line: str = ""                    # the source line, stripped
     mutant_line: str = ""                    # the same line in the mutant
     diff: str = ""                           # unified diff against golden
@@ -112,10 +81,10 @@ class MutantResult:
         return f"{self.golden_line}  ->  {self.mutant_line}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "operator": self.operator, "file": self.file, "line": self.line, "col": self.col,
-                "original": self.original, "replacement": self.replacement, "status": self.status.value,
-                "seconds": round(self.seconds, 3), "killed_by": list(self.killed_by), "reason": self.reason,
-                "diff": self.diff}
+        return {"id": self.id, "operator": self.operator, "file": self.file, "line": self.line,
+                "col": self.col, "original": self.original, "replacement": self.replacement,
+                "status": self.status.value, "seconds": round(self.seconds, 3),
+                "killed_by": list(self.killed_by), "reason": self.reason, "diff": self.diff}
 
 
 @dataclass(frozen=True)
@@ -157,7 +126,10 @@ class CiReport:
 
     @property
     def gate_passed(self) -> bool:
-        """True without a ``min_score``; else the score reaches it (no scorable mutant: only if none was run)."""
+        """True without a ``min_score``, else when the score reaches it.
+
+        With no scorable mutant it passes only when none ran (all timing out is not a pass).
+        """
         if self.min_score is None:
             return True
         c = self.counts
@@ -189,81 +161,6 @@ class CiReport:
         }
 
 
-def _tail(path: Path) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-_LOG_TAIL_LINES:])
-
-
-def parse_results(path: Path) -> tuple[TestOutcome, ...]:
-    """The tests of a cocotb results file (JUnit XML); raises ValueError when unreadable."""
-    try:
-        root = ElementTree.parse(path).getroot()  # noqa: S314  (written by cocotb in our own run)
-    except (OSError, ElementTree.ParseError) as exc:
-        raise ValueError(f"cannot read the results file {path.name}: {exc}") from exc
-    out = []
-    for case in root.iter("testcase"):
-        status: Literal["passed", "failed", "skipped"] = "passed"
-        message, detail = "", ""
-        for child in case:
-            if child.tag in ("failure", "error"):
-                status = "failed"
-            elif child.tag == "skipped" and status == "passed":
-                status = "skipped"
-            else:
-                continue
-            message, detail = child.get("message", ""), (child.text or "").strip()
-        out.append(TestOutcome(case.get("name", "?"), case.get("classname", ""), status, message, detail))
-    return tuple(out)
-
-
-def _environment(build: Build, config: CiConfig, results: Path) -> dict[str, str]:
-    """The simulator process's environment: the user's tests and top instead of hwtp's harness."""
-    environ = build.backend.environment(config.top)
-    environ.pop("COCOTB_TRUST_INERTIAL_WRITES", None)  # run the tests as their own flow does
-    environ["COCOTB_TEST_MODULES"] = ",".join(config.test_modules)
-    environ["COCOTB_TOPLEVEL"] = config.top
-    environ["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in config.test_paths), environ.get("PYTHONPATH", "")])
-    environ["COCOTB_RESULTS_FILE"] = str(results)
-    environ["COCOTB_RANDOM_SEED"] = str(config.random_seed)
-    # cocotb rewrites asserts with pytest; loading every installed pytest plugin costs ~0.3 s a run.
-    environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    if config.test_filter:
-        environ["COCOTB_TEST_FILTER"] = config.test_filter
-    environ.update(dict(config.test_env))
-    return environ
-
-
-def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeout_s: float) -> Run:
-    """Run the user's tests on state ``mutant`` (0 = golden) in a fresh simulator process."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    results, log_path = workdir / "results.xml", workdir / "sim.log"
-    argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}={mutant}"])
-    start = time.perf_counter()
-    with log_path.open("w", encoding="utf-8") as log:
-        proc = subprocess.Popen(argv, cwd=workdir, env=_environment(build, config, results),
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return Run("timeout", (), time.perf_counter() - start, f"stopped after the {timeout_s:g} s timeout")
-    seconds = time.perf_counter() - start
-    if not results.is_file():
-        return Run("error", (), seconds, f"no results file (exit code {proc.returncode}); log tail:\n{_tail(log_path)}")
-    try:
-        tests = parse_results(results)
-    except ValueError as exc:
-        return Run("error", (), seconds, f"{exc}; log tail:\n{_tail(log_path)}")
-    if not tests:
-        return Run("error", (), seconds, f"no cocotb test ran; log tail:\n{_tail(log_path)}")
-    status: Literal["pass", "fail"] = "fail" if any(t.status == "failed" for t in tests) else "pass"
-    return Run(status, tests, seconds)
-
-
 def _golden_problem(run: Run, config: CiConfig) -> str:
     if run.status == "timeout":
         return (f"the tests did not finish on the golden design within {run.seconds:.0f} s "
@@ -284,32 +181,39 @@ def _mutant_result(mutant_set: engine.MutantSet, m: engine.Mutant, run: Run | No
     mutated = next(s for s in mutant_set.sources_of(m) if s.path == m.file).text.splitlines()
     g = golden_text[m.line - 1].strip() if m.line <= len(golden_text) else ""
     n = mutated[m.line - 1].strip() if m.line <= len(mutated) else ""
-    if run is None:
-        status, killed_by, reason, seconds = Status.EQUIVALENT, (), "proved equivalent by hwtp mutate", 0.0
-    else:
+    killed_by: tuple[str, ...] = ()
+    reason: str | None = "proved equivalent by hwtp mutate"
+    status, seconds = Status.EQUIVALENT, 0.0
+    if run is not None:
         status = {"fail": Status.KILLED, "pass": Status.SURVIVED, "timeout": Status.TIMEOUT,
                   "error": Status.ERROR}[run.status]
         killed_by = tuple(f"{t.module}.{t.name}" for t in run.failed)
         reason, seconds = run.reason, run.seconds
+        if run.failed:
+            reason = f"{killed_by[0]}: {run.failed[0].message}"
     return MutantResult(m.id, m.operator, m.file, m.line, m.col, m.original, m.replacement, status, seconds,
                         killed_by, reason, g, n, mutant_set.diff(m))
 
 
 def run_ci(config: CiConfig, progress: Callable[[MutantResult], None] | None = None,
-           on_mutants: Callable[[int], None] | None = None, workdir: Path | None = None) -> CiReport:
+           on_mutants: Callable[[int], None] | None = None, workdir: Path | None = None,
+           cache_root: Path | None = None) -> CiReport:
     """Mutate, build once, run the tests on golden then on every valid mutant; return the report.
 
     Raises :class:`TestbenchError` when the tests fail (or do not run) on golden.
-    ``on_mutants`` is told how many mutants will run; ``progress`` gets each result as it comes.
+    ``on_mutants`` is told how many mutants will run; ``progress`` gets each result as it comes;
+    ``cache_root`` overrides the build cache folder.
     """
     start = time.perf_counter()
     design = config.load_design()
-    mutation = engine.MutationConfig(n=config.n, operators=config.operators, seed=config.seed, since=config.since,
-                                     jobs=config.jobs, witness_cycles=0)
+    mutation = engine.MutationConfig(n=config.n, operators=config.operators, seed=config.seed,
+                                     since=config.since, jobs=config.jobs, witness_cycles=0)
     mutant_set = engine.mutate(design, mutation)
     schemata, _ = engine.schemata_sources(mutant_set)
-    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build_arguments())
+    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build_arguments(),
+                         root=cache_root)
     to_run = [m for m in mutant_set.valid if m.klass != "equivalent"]
+    processes = Processes()
     with tempfile.TemporaryDirectory(prefix="hwtp-ci-", dir=workdir) as tmp:
         golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S)
         if golden.status != "pass":
@@ -320,18 +224,27 @@ def run_ci(config: CiConfig, progress: Callable[[MutantResult], None] | None = N
         lock = threading.Lock()
 
         def one(m: engine.Mutant) -> MutantResult:
-            result = _mutant_result(mutant_set, m, run_tests(build, config, m.index, Path(tmp) / m.id, timeout_s))
+            run = run_tests(build, config, m.index, Path(tmp) / m.id, timeout_s, processes)
+            result = _mutant_result(mutant_set, m, run)
             if progress:
                 with lock:
                     progress(result)
             return result
 
-        with ThreadPoolExecutor(max_workers=max(1, min(config.jobs, len(to_run) or 1))) as pool:
-            ran = {r.id: r for r in pool.map(one, to_run)}
-    results = tuple(ran[m.id] if m.id in ran else _mutant_result(mutant_set, m, None) for m in mutant_set.valid)
+        pool = ThreadPoolExecutor(max_workers=max(1, min(config.jobs, len(to_run) or 1)))
+        try:
+            futures = [pool.submit(one, m) for m in to_run]
+            ran = {r.id: r for r in (f.result() for f in futures)}
+        except BaseException:  # Ctrl-C or a failure: start nothing more, stop what runs
+            pool.shutdown(wait=False, cancel_futures=True)
+            processes.stop_all()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+    results = tuple(ran.get(m.id) or _mutant_result(mutant_set, m, None) for m in mutant_set.valid)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != "valid")
     return CiReport(
-        design=design.name, top=config.top, root=design.root, mutants=results, golden=golden, rejected=rejected,
-        min_score=config.min_score, since=config.since, seed=config.seed, build_seconds=build.seconds,
-        build_cached=build.cached, timeout_s=timeout_s, seconds=time.perf_counter() - start,
-        test_modules=config.test_modules)
+        design=design.name, top=config.top, root=design.root, mutants=results, golden=golden,
+        rejected=rejected, min_score=config.min_score, since=config.since, seed=config.seed,
+        build_seconds=build.seconds, build_cached=build.cached, timeout_s=timeout_s,
+        seconds=time.perf_counter() - start, test_modules=config.test_modules)

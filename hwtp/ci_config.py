@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from hwtp import yamlio
-from hwtp.design import Clock, Design, Reset, SourceFile, load_design
+from hwtp.design import Clock, Design, Port, Reset, SourceFile, load_design
 from hwtp.errors import ConfigError, DesignError
 
 CONFIG_NAME = "hwtp.yaml"
@@ -38,8 +39,13 @@ Simulator = Literal["verilator", "icarus"]
 _SIMULATORS: tuple[Simulator, ...] = ("verilator", "icarus")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "aclk")
+_RESET_NAMES: tuple[tuple[str, Literal["low", "high"]], ...] = (
+    ("rst_n", "low"), ("rstn", "low"), ("reset_n", "low"), ("rst_ni", "low"), ("aresetn", "low"),
+    ("rst", "high"), ("reset", "high"), ("rst_i", "high"))
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
-    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score"),
+    # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
+    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "run"),
     ("design",): ("folder", "sources", "top", "clock", "reset"),
     ("tests",): ("modules", "paths", "filter", "env", "random_seed"),
     ("build",): ("simulator", "args", "defines", "parameters"),
@@ -115,18 +121,30 @@ class CiConfig:
             except (OSError, UnicodeDecodeError) as exc:
                 raise DesignError(f"{self.source}: design.sources: cannot read {rel}: {exc}") from exc
         sources = tuple(texts)
-        return Design(self.top, self.top, self.root, sources, "", self.clock, self.reset, elaborate(sources, self.top))
+        ports = elaborate(sources, self.top)
+        clock, reset = self.clock, self.reset
+        if clock is None and reset is None:  # not configured: only export-tests needs them
+            clock, reset = guess_clock_reset(ports)
+        return Design(self.top, self.top, self.root, sources, "", clock, reset, ports)
 
     def with_plans_module(self, path: Path) -> CiConfig:
         """This config with one more cocotb test module (``--include-plans FILE.py``)."""
         if path.suffix != ".py" or not path.is_file():
-            raise ConfigError(f"--include-plans {path}: expected an existing .py file (from hwtp export-tests)")
+            raise ConfigError(f"--include-plans {path}: expected a .py file (from hwtp export-tests)")
         if not _IDENT.match(path.stem):
             raise ConfigError(f"--include-plans {path}: {path.stem!r} is not a valid Python module name")
         folder = path.resolve().parent
         paths = self.test_paths if folder in self.test_paths else (*self.test_paths, folder)
         modules = self.test_modules if path.stem in self.test_modules else (*self.test_modules, path.stem)
         return replace(self, test_paths=paths, test_modules=modules)
+
+
+def guess_clock_reset(ports: Sequence[Port]) -> tuple[Clock | None, Reset | None]:
+    """Clock and reset guessed from the names of 1-bit inputs (``clk``, ``rst_n``, ...)."""
+    names = {p.name for p in ports if p.direction == "input" and p.width == 1}
+    clock = next((Clock(n, 10.0) for n in _CLOCK_NAMES if n in names), None)
+    reset = next((Reset(n, active, 2) for n, active in _RESET_NAMES if n in names), None)
+    return clock, reset
 
 
 class _Reader:
@@ -155,7 +173,8 @@ class _Reader:
             raise self.error((*key, unknown[0]), f"unknown field (valid: {', '.join(_KEYS[key])})")
         return node
 
-    def str_list(self, key: tuple[str, ...], value: Any, pattern: re.Pattern[str] | None = None) -> tuple[str, ...]:
+    def str_list(self, key: tuple[str, ...], value: Any,
+                 pattern: re.Pattern[str] | None = None) -> tuple[str, ...]:
         if value is None:
             return ()
         if isinstance(value, str):
@@ -173,7 +192,8 @@ class _Reader:
         ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
         if isinstance(value, bool) or not ok or (lo is not None and value < lo):
             bound = f" >= {lo:g}" if lo is not None else ""
-            raise self.error(key, f"expected {'a number' if kind is float else 'an integer'}{bound}, got {value!r}")
+            what = "a number" if kind is float else "an integer"
+            raise self.error(key, f"expected {what}{bound}, got {value!r}")
         return kind(value)
 
     def pairs(self, key: tuple[str, ...], value: Any, names: bool) -> tuple[tuple[str, str], ...]:
@@ -207,10 +227,12 @@ def _clock_reset(r: _Reader, design: dict[str, Any]) -> tuple[Clock | None, Rese
         c = design["clock"]
         if not isinstance(c, dict) or not isinstance(c.get("port"), str) or set(c) - {"port", "period_ns"}:
             raise r.error(("design", "clock"), "expected {port: NAME, period_ns: N}")
-        clock = Clock(c["port"], r.number(("design", "clock", "period_ns"), c.get("period_ns", 10), float, 0.001))
+        period = r.number(("design", "clock", "period_ns"), c.get("period_ns", 10), float, 0.001)
+        clock = Clock(c["port"], period)
     if design.get("reset") is not None:
         s = design["reset"]
-        if not isinstance(s, dict) or not isinstance(s.get("port"), str) or set(s) - {"port", "active", "cycles"}:
+        fields = {"port", "active", "cycles"}
+        if not isinstance(s, dict) or not isinstance(s.get("port"), str) or set(s) - fields:
             raise r.error(("design", "reset"), "expected {port: NAME, active: low|high, cycles: N}")
         if s.get("active", "low") not in ("low", "high"):
             raise r.error(("design", "reset", "active"), "expected 'low' or 'high'")
@@ -244,7 +266,8 @@ def _design(r: _Reader, root: Path) -> dict[str, Any]:
         for i, rel in enumerate(sources):
             full = r.inside(("design", "sources", i), root, rel, "file")
             if not full.is_relative_to(root):
-                raise r.error(("design", "sources", i), f"{rel!r} is outside {root}; move {CONFIG_NAME} up to a common folder")
+                raise r.error(("design", "sources", i),
+                              f"{rel!r} is outside {root}; move {CONFIG_NAME} up to a common folder")
             rels.append(full.relative_to(root).as_posix())
         top = design.get("top")
         if not isinstance(top, str) or not _IDENT.match(top):

@@ -23,6 +23,7 @@ from hwtp.errors import MutantError
 from hwtp.gitlines import changed_lines
 from hwtp.mutantset import MUTANTS_JSON, Mutant, MutantSet, load, schemata_sources, set_hash, write
 from hwtp.mutators.site import Site
+from hwtp.plan import Plan
 from hwtp.sim import toolchain
 
 __all__ = [
@@ -55,6 +56,7 @@ class MutationConfig:
     branching: int = 2  # children per mutant at each extra level
     equivalents: int = 0  # semantics-preserving variants of golden to add
     witness_cycles: int = 2000  # witness-search budget per mutant (0: skip)
+    prefer_killable: bool = True  # over-sample 2x and keep provably killable mutants first
 
     def __post_init__(self) -> None:
         if self.n is not None and self.n < 1:
@@ -207,10 +209,20 @@ def _children(parents: list[Mutant], pool: list[Site], config: MutationConfig, n
 
 
 def mutate(design: Design, config: MutationConfig) -> MutantSet:
-    """Find, select, validate and classify mutants of ``design`` (no files written)."""
+    """Find, select, validate and classify mutants of ``design`` (no files written).
+
+    With a witness search and ``-n``, twice as many first-order candidates are validated and
+    classified, and N of them are kept, spread over families and lines as usual but
+    provably killable ones first: a mutant no plan can tell from golden is a wasted state
+    for training and noise for CI. ``unknown`` ones only fill up when killable ones run out.
+    """
     pool = _find(design, config)
-    first = [_record(i, (s,)) for i, s in enumerate(select_sites(pool, config.n, config.seed), start=1)]
-    checked = _validate(design, first, config.jobs)
+    oversample = bool(config.witness_cycles and config.n is not None and config.prefer_killable)
+    first = select_sites(pool, config.n * 2 if oversample and config.n else config.n, config.seed)
+    checked = _validate(design, [_record(i, (s,)) for i, s in enumerate(first, start=1)], config.jobs)
+    witnesses: dict[str, Plan] = {}
+    if oversample:
+        checked, witnesses = _keep_killable_first(design, config, checked)
     level = [m for m in checked if m.status == "valid"]
     for _ in range(config.depth - 1):
         children = _validate(design, _children(level, pool, config, len(checked) + 1), config.jobs)
@@ -236,8 +248,31 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
             ],
         )
     if config.witness_cycles:
-        result = classify(result, config)
+        result = classify(result, config, witnesses)
     return result
+
+
+def _keep_killable_first(
+    design: Design, config: MutationConfig, candidates: list[Mutant]
+) -> tuple[list[Mutant], dict[str, Plan]]:
+    """Classify the over-sampled candidates; keep N valid ones, killable first; renumber."""
+    assert config.n is not None
+    staged = classify(_number(design, config.seed, candidates), config)
+    by_site = {m.sites[0]: m for m in staged.mutants}
+    killable = [m.sites[0] for m in staged.valid if m.klass == "killable"]
+    others = [m.sites[0] for m in staged.valid if m.klass != "killable"]
+    chosen = select_sites(killable, config.n, config.seed)
+    chosen += select_sites(others, config.n - len(chosen), config.seed) if len(chosen) < config.n else []
+    rejected = [m.sites[0] for m in staged.mutants if m.status != "valid"]
+    kept: list[Mutant] = []
+    witnesses: dict[str, Plan] = {}
+    for number, site in enumerate(sorted([*chosen, *rejected]), start=1):
+        old = by_site[site]
+        new = replace(old, id=f"m{number:04d}", index=0)
+        kept.append(new)
+        if old.id in staged.witnesses:
+            witnesses[new.id] = rename_witness(staged.witnesses[old.id], new.id)
+    return kept, witnesses
 
 
 def _reject_width_sites(design: Design, config: MutationConfig, mutants: list[Mutant]) -> list[Mutant]:
@@ -262,16 +297,20 @@ def _number(design: Design, seed: int, mutants: list[Mutant] | tuple[Mutant, ...
     return MutantSet(design, seed, tuple(numbered))
 
 
-def classify(mutant_set: MutantSet, config: MutationConfig) -> MutantSet:
-    """Search witnesses: killable mutants get one; an 'equivalent' with a witness is rejected."""
+def classify(mutant_set: MutantSet, config: MutationConfig, known: dict[str, Plan] | None = None) -> MutantSet:
+    """Search witnesses: killable mutants get one; an 'equivalent' with a witness is rejected.
+
+    ``known`` witnesses (by mutant id) are kept and their mutants not searched again.
+    """
     from hwtp.witness import WitnessConfig, find_witnesses
 
+    known = dict(known or {})
     schemata, _ = schemata_sources(mutant_set)
-    targets = [(m.id, m.index) for m in mutant_set.valid]
-    if not targets:
-        return mutant_set
+    targets = [(m.id, m.index) for m in mutant_set.valid if m.id not in known]
     witness_config = WitnessConfig(cycles=config.witness_cycles, seed=config.seed, jobs=config.jobs)
-    found = find_witnesses(mutant_set.design, schemata, targets, witness_config)
+    found = dict(known)
+    if targets:
+        found.update(find_witnesses(mutant_set.design, schemata, targets, witness_config))
     out = []
     for m in mutant_set.mutants:
         if m.id in found and m.klass == "equivalent":
@@ -282,3 +321,14 @@ def classify(mutant_set: MutantSet, config: MutationConfig) -> MutantSet:
     numbered = _number(mutant_set.design, mutant_set.seed, out)
     kept = {m.id for m in numbered.valid}
     return replace(numbered, witnesses={k: v for k, v in found.items() if k in kept})
+
+
+def rename_witness(plan: Plan, mutant_id: str) -> Plan:
+    """The same witness, named after ``mutant_id``."""
+    test = plan.tests[0]
+    description = f"witness for {mutant_id}: " + test.description.split(": ", 1)[-1]
+    return replace(
+        plan,
+        tests=(replace(test, name=f"witness_{mutant_id}", description=description),),
+        source=f"witness {mutant_id}",
+    )

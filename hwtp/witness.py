@@ -34,6 +34,13 @@ class WitnessConfig:
     jobs: int = 1
 
 
+def _round_cost(design: Design, stimulus: StimulusConfig) -> int:
+    """Budget one round uses: clock cycles, or input vectors for a combinational design."""
+    sample = random_stimulus(design, 0, stimulus)
+    vectors = sum(1 for t in sample.tests for s in t.steps if s.kind == "sample")
+    return max(1, plan_cycles(sample, design), vectors)
+
+
 def _first_difference(golden: list[Any], mutant: list[Any]) -> int | None:
     """Index of the first sample whose outputs differ (golden known there), else None."""
     for i, (g, m) in enumerate(zip(golden, mutant, strict=False)):
@@ -67,8 +74,7 @@ def find_witnesses(
     simulation, is what costs: one process per round would dominate.
     """
     build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
-    per_round = plan_cycles(random_stimulus(design, 0, config.stimulus), design)
-    rounds = max(1, config.cycles // max(1, per_round))
+    rounds = max(1, config.cycles // _round_cost(design, config.stimulus))
     remaining = dict(mutants)
     found: dict[str, Plan] = {}
     for first, last in ((0, min(2, rounds)), (min(2, rounds), rounds)):

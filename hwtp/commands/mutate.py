@@ -57,7 +57,13 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     type=int,
     default=2000,
     show_default=True,
-    help="Random-stimulus budget per mutant for the witness search (0: skip).",
+    help="Witness-search budget per mutant: clock cycles (input vectors for combinational designs); 0: skip.",
+)
+@click.option(
+    "--prefer-killable/--no-prefer-killable",
+    default=True,
+    show_default=True,
+    help="Validate and classify 2N candidates, keep N with provably killable ones first.",
 )
 @click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
 def mutate(
@@ -76,6 +82,7 @@ def mutate(
     branching: int,
     equivalents: int,
     witness_cycles: int,
+    prefer_killable: bool,
     jobs: int,
 ) -> None:
     """Write mutants of DESIGN: validated by Verilator, compiled once as mutant schemata."""
@@ -92,6 +99,7 @@ def mutate(
         branching=branching,
         equivalents=equivalents,
         witness_cycles=witness_cycles,
+        prefer_killable=prefer_killable,
     )
     result = engine.mutate(loaded, config)
     path = engine.write(result, outdir)

@@ -1,0 +1,144 @@
+"""``hwtp ci`` (and ``hwtp ci init``) and ``hwtp export-tests``: gate verification CI."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from hwtp import reports
+from hwtp.ci import MutantResult, run_ci
+from hwtp.ci_config import CONFIG_NAME, CiConfig, load_config
+from hwtp.commands.options import design_options, resolve_design
+from hwtp.errors import EXIT_GATE, ConfigError
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+def _overrides(config: CiConfig, count: int | None, operators: str | None, seed: int | None,
+               min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
+               include_plans: tuple[Path, ...]) -> CiConfig:
+    changes: dict[str, object] = {}
+    if count is not None:
+        changes["n"] = count or None
+    if operators is not None:
+        changes["operators"] = tuple(o.strip() for o in operators.split(",") if o.strip())
+    for name, value in (("seed", seed), ("min_score", min_score), ("since", since), ("jobs", jobs),
+                        ("timeout_s", timeout)):
+        if value is not None:
+            changes[name] = value
+    config = replace(config, **changes)  # type: ignore[arg-type]
+    for path in include_plans:
+        config = config.with_plans_module(path)
+    return config
+
+
+class _Progress:
+    """One character per mutant on a terminal (K killed, . survived, T timeout, E error)."""
+
+    def __init__(self) -> None:
+        self.marks = {"killed": "K", "survived": ".", "timeout": "T", "error": "E"}
+        self.enabled = sys.stderr.isatty()
+        self.total = self.done = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+        if self.enabled and total:
+            click.echo(f"running the tests on {total} mutants: ", err=True, nl=False)
+
+    def __call__(self, result: MutantResult) -> None:
+        self.done += 1
+        if self.enabled:
+            click.echo(self.marks.get(result.status.value, "?"), err=True, nl=self.done == self.total)
+
+
+@click.group("ci", invoke_without_command=True)
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=CONFIG_NAME,
+              show_default=True, help="The hwtp.yaml to use (a folder means its hwtp.yaml).")
+@click.option("-n", "count", type=int, help="How many mutants (0: every site). [hwtp.yaml mutation.n]")
+@click.option("--operators", help="Comma-separated operator families or names. [mutation.operators]")
+@click.option("--seed", type=int, help="Mutant selection seed. [mutation.seed]")
+@click.option("--min-score", type=float, help="Exit 1 when the score is below this (0..1). [min_score]")
+@click.option("--since", metavar="GITREV", help="Only mutate lines changed since this git revision.")
+@click.option("-j", "--jobs", type=int, help="Simulator processes at once. [jobs]")
+@click.option("--timeout", type=float, help="Seconds per run; a mutant over it is indeterminate. [timeout]")
+@click.option("--junit", type=_FILE, help="Write JUnit XML (one test case per mutant; survivors fail).")
+@click.option("--markdown", type=_FILE, help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
+@click.option("--lcov", type=_FILE, help="Write an lcov tracefile: mutants killed/survived per source line.")
+@click.option("--json", "json_out", type=_FILE, help="Write the full report as JSON.")
+@click.option("--include-plans", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
+              help="Also run this cocotb module (from hwtp export-tests): the score it adds. Repeatable.")
+@click.pass_context
+def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str | None, seed: int | None,
+       min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
+       junit: Path | None, markdown: Path | None, lcov: Path | None, json_out: Path | None,
+       include_plans: tuple[Path, ...]) -> None:
+    """Mutation-test your cocotb testbench and gate CI on the score.
+
+    Injects the mutants of `hwtp mutate` into the design (one schemata build), runs your
+    unchanged tests on golden, then on each mutant in its own simulator process. Exit 0 when the
+    score reaches min_score, 1 below it, 2 when the tests fail on golden or the config is wrong.
+    `hwtp ci init` writes a starter hwtp.yaml.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    config = _overrides(load_config(config_path), count, operators, seed, min_score, since, jobs, timeout,
+                        include_plans)
+    progress = _Progress()
+    report = run_ci(config, progress=progress, on_mutants=progress.start)
+    outputs = [(junit, lambda: reports.junit(report)), (markdown, lambda: reports.markdown(report)),
+               (lcov, lambda: reports.lcov(report, Path.cwd())),
+               (json_out, lambda: reports.json_report(report))]
+    for path, render in outputs:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(), encoding="utf-8")
+    click.echo(reports.survivors_table(report))
+    click.echo(reports.summary(report))
+    if not report.gate_passed:
+        ctx.exit(EXIT_GATE)
+
+
+@ci.command("init")
+@click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path), default=".")
+@click.option("--force", is_flag=True, help="Overwrite an existing hwtp.yaml.")
+def init(folder: Path, force: bool) -> None:
+    """Write a commented starter hwtp.yaml for the project in FOLDER (default: here)."""
+    from hwtp.ci_init import write_starter
+
+    path, found = write_starter(folder, force)
+    click.echo(f"wrote {path}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
+               f"tests {', '.join(found.modules) or '(none found)'}")
+    for note in found.notes:
+        click.echo(f"note: {note}")
+    click.echo("check it, then run `hwtp ci`")
+
+
+@click.command("export-tests")
+@click.argument("plans", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", required=True, type=_FILE, help="Module to write, e.g. test_hwtp_plans.py.")
+@click.option("--design", "design_ref", help="Design the plans are for (shipped name, folder, or Verilog "
+              "file). Default: the design folder the first plan sits in, else hwtp.yaml's design.")
+@design_options
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=CONFIG_NAME,
+              show_default=True, help="hwtp.yaml whose design to use when no --design is given and "
+              "none is found near the plans.")
+def export_tests_command(plans: tuple[Path, ...], out: Path, design_ref: str | None, top: str | None,
+                         clock_spec: str | None, reset_spec: str | None, config_path: Path) -> None:
+    """Write test PLANS as a standalone cocotb test module (no hwtp needed to run it)."""
+    from hwtp.exporttests import design_near, export_tests
+
+    if design_ref is not None:
+        design = resolve_design(design_ref, top, clock_spec, reset_spec)
+    elif (near := design_near(plans[0])) is not None:
+        design = resolve_design(str(near))
+    elif (config_path if config_path.is_file() else config_path / CONFIG_NAME).is_file():
+        design = load_config(config_path).load_design()
+    else:
+        raise ConfigError(f"{plans[0]}: cannot tell which design the plans are for; pass --design")
+    count, tests = export_tests(design, list(plans), out)
+    click.echo(f"wrote {out}: {tests} cocotb tests from {count} plan{'s' if count > 1 else ''} "
+               f"for {design.name} (run it with COCOTB_TEST_MODULES={out.stem})")
