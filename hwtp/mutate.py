@@ -152,7 +152,23 @@ def _lint(design: Design, sources: Sequence[SourceFile]) -> str | None:
     return (errors[0] if errors else "Verilator lint failed").replace(tmp + "/", "")
 
 
+def _lint_together(design: Design, candidates: list[Mutant]) -> str | None:
+    """Lint every candidate at once, through their schemata; None when Verilator accepts it.
+
+    The schemata holds each candidate's code exactly as its standalone source has it, so
+    one lint vouches for all of them; when it fails, :func:`_validate` lints each candidate
+    on its own to find which ones fail and why.
+    """
+    numbered = [replace(m, index=i, status="valid") for i, m in enumerate(candidates, start=1)]
+    try:
+        sources, excluded = schemata_sources(MutantSet(design, 0, tuple(numbered)))
+    except ValueError as exc:
+        return str(exc)
+    return "cannot share the schemata build" if excluded else _lint(design, sources)
+
+
 def _validate(design: Design, candidates: list[Mutant], jobs: int) -> list[Mutant]:
+    """Reject duplicates (same text as golden or an earlier mutant) and what does not compile."""
     texts: dict[tuple[str, ...], str] = {tuple(s.text for s in design.sources): "golden"}
     staged = MutantSet(design, 0, tuple(candidates))
     to_lint: list[Mutant] = []
@@ -164,8 +180,11 @@ def _validate(design: Design, candidates: list[Mutant], jobs: int) -> list[Mutan
         else:
             texts[key] = m.id
             to_lint.append(m)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m)), to_lint))
+    if to_lint and _lint_together(design, to_lint) is None:
+        reasons: list[str | None] = [None] * len(to_lint)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m)), to_lint))
     for m, reason in zip(to_lint, reasons, strict=True):
         out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]

@@ -261,3 +261,47 @@ def test_a_large_schemata_build_compiles_and_runs() -> None:
     reference = load_plan_file(design.root / "plans" / "reference.yaml")
     scores = score(result, [PlanInput("ref", reference)], ScoreConfig(states=("golden",), jobs=1))
     assert [r.outcome for r in scores.results] == [Outcome.PASSED]
+
+
+def test_candidates_that_do_not_compile_are_rejected_with_the_reason() -> None:
+    from hwtp.mutators.site import Site
+
+    design = load_design("adder_carry")
+    src = design.sources[0]
+    from hwtp.mutators.sites import find_sites
+
+    real = next(s for s in find_sites(src.text, src.path) if s.operator == "arithmetic.add_to_sub")
+    good = real
+    # a replacement that parses but names a signal that does not exist
+    bad = Site(
+        real.file,
+        real.start,
+        real.end,
+        "test.undeclared",
+        real.original,
+        "+ no_such_signal +",
+        real.guard_start,
+        real.guard_end,
+        real.guard,
+        real.line,
+        real.col,
+    )
+    dup = Site(
+        real.file,
+        real.start,
+        real.end,
+        "test.same",
+        real.original,
+        real.replacement,
+        real.guard_start,
+        real.guard_end,
+        real.guard,
+        real.line,
+        real.col,
+    )
+    checked = engine._validate(
+        design, [engine._record(1, (good,)), engine._record(2, (bad,)), engine._record(3, (dup,))], jobs=2
+    )
+    assert [m.status for m in checked] == ["valid", "rejected", "rejected"]
+    assert "does not compile" in (checked[1].reason or "") and "no_such_signal" in (checked[1].reason or "")
+    assert checked[2].reason == "duplicate of m0001"

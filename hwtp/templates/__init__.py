@@ -1,0 +1,1 @@
+"""Prompt templates (data): system.md, user.md, format.md."""

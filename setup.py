@@ -1,0 +1,28 @@
+"""Package list for setuptools (everything else is in pyproject.toml).
+
+The shipped designs are data folders under ``designs/``; setuptools wants every folder it
+installs declared as a package, so each one is listed here as ``hwtp.designs.<...>``.
+"""
+
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).parent
+DESIGNS = ROOT / "designs"
+design_packages = sorted(
+    "hwtp.designs." + ".".join(p.relative_to(DESIGNS).parts)
+    for p in DESIGNS.rglob("*")
+    if p.is_dir() and "__pycache__" not in p.parts
+)
+
+DESIGN_FILES = ["*.yaml", "*.md", "*.v", "*.sv", "*.vh", "*.svh"]
+
+setup(
+    packages=["hwtp", "hwtp.commands", "hwtp.templates", "hwtp.mutators", "hwtp.sim", "hwtp.designs", *design_packages],
+    package_data={
+        "hwtp": ["py.typed"],
+        "hwtp.templates": ["*.md"],
+        **{package: DESIGN_FILES for package in design_packages},
+    },
+)
