@@ -30,8 +30,18 @@ from hwtp.errors import EXIT_INPUT, HwtpError
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 
-__all__ = ["CiConfig", "CiReport", "MutantResult", "Run", "Status", "TestOutcome", "TestbenchError",
-           "load_config", "run_ci", "run_tests"]
+__all__ = [
+    "CiConfig",
+    "CiReport",
+    "MutantResult",
+    "Run",
+    "Status",
+    "TestOutcome",
+    "TestbenchError",
+    "load_config",
+    "run_ci",
+    "run_tests",
+]
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
 GOLDEN_TIMEOUT_S = 300.0
@@ -49,9 +59,9 @@ class Status(str, Enum):
 
     KILLED = "killed"
     SURVIVED = "survived"
-    TIMEOUT = "timeout"          # indeterminate: the run was stopped after the timeout
-    ERROR = "error"              # indeterminate: the simulator crashed or wrote no results
-    EQUIVALENT = "equivalent"    # proved equivalent by hwtp mutate: not run, not counted
+    TIMEOUT = "timeout"  # indeterminate: the run was stopped after the timeout
+    ERROR = "error"  # indeterminate: the simulator crashed or wrote no results
+    EQUIVALENT = "equivalent"  # proved equivalent by hwtp mutate: not run, not counted
 
 
 INDETERMINATE = frozenset({Status.TIMEOUT, Status.ERROR})
@@ -70,21 +80,31 @@ class MutantResult:
     replacement: str
     status: Status
     seconds: float = 0.0
-    killed_by: tuple[str, ...] = ()          # failing tests (module.name)
-    reason: str | None = None                # killed: the first failure; timeout/error: why
-    golden_line: str = ""                    # the source line, stripped
-    mutant_line: str = ""                    # the same line in the mutant
-    diff: str = ""                           # unified diff against golden
+    killed_by: tuple[str, ...] = ()  # failing tests (module.name)
+    reason: str | None = None  # killed: the first failure; timeout/error: why
+    golden_line: str = ""  # the source line, stripped
+    mutant_line: str = ""  # the same line in the mutant
+    diff: str = ""  # unified diff against golden
 
     @property
     def one_line_diff(self) -> str:
         return f"{self.golden_line}  ->  {self.mutant_line}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "operator": self.operator, "file": self.file, "line": self.line,
-                "col": self.col, "original": self.original, "replacement": self.replacement,
-                "status": self.status.value, "seconds": round(self.seconds, 3),
-                "killed_by": list(self.killed_by), "reason": self.reason, "diff": self.diff}
+        return {
+            "id": self.id,
+            "operator": self.operator,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "original": self.original,
+            "replacement": self.replacement,
+            "status": self.status.value,
+            "seconds": round(self.seconds, 3),
+            "killed_by": list(self.killed_by),
+            "reason": self.reason,
+            "diff": self.diff,
+        }
 
 
 @dataclass(frozen=True)
@@ -93,10 +113,10 @@ class CiReport:
 
     design: str
     top: str
-    root: Path                                   # the folder mutant files are relative to
+    root: Path  # the folder mutant files are relative to
     mutants: tuple[MutantResult, ...]
     golden: Run
-    rejected: tuple[tuple[str, str], ...] = ()   # (mutant id, reason)
+    rejected: tuple[tuple[str, str], ...] = ()  # (mutant id, reason)
     min_score: float | None = None
     since: str | None = None
     seed: int = 0
@@ -113,10 +133,17 @@ class CiReport:
     def counts(self) -> dict[str, int]:
         killed, survived = self.count(Status.KILLED), self.count(Status.SURVIVED)
         indeterminate = self.count(Status.TIMEOUT) + self.count(Status.ERROR)
-        return {"valid": len(self.mutants), "killed": killed, "survived": survived,
-                "equivalent": self.count(Status.EQUIVALENT), "timeout": self.count(Status.TIMEOUT),
-                "error": self.count(Status.ERROR), "indeterminate": indeterminate,
-                "scored": killed + survived, "rejected": len(self.rejected)}
+        return {
+            "valid": len(self.mutants),
+            "killed": killed,
+            "survived": survived,
+            "equivalent": self.count(Status.EQUIVALENT),
+            "timeout": self.count(Status.TIMEOUT),
+            "error": self.count(Status.ERROR),
+            "indeterminate": indeterminate,
+            "scored": killed + survived,
+            "rejected": len(self.rejected),
+        }
 
     @property
     def score(self) -> float | None:
@@ -144,18 +171,30 @@ class CiReport:
     @property
     def formula(self) -> str:
         c = self.counts
-        return (f"killed {c['killed']} / (valid {c['valid']} - equivalent {c['equivalent']}"
-                f" - indeterminate {c['indeterminate']})")
+        return (
+            f"killed {c['killed']} / (valid {c['valid']} - equivalent {c['equivalent']}"
+            f" - indeterminate {c['indeterminate']})"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "design": self.design, "top": self.top, "score": self.score, "min_score": self.min_score,
-            "gate_passed": self.gate_passed, "counts": self.counts, "formula": self.formula,
-            "since": self.since, "seed": self.seed, "test_modules": list(self.test_modules),
-            "golden": {"seconds": round(self.golden.seconds, 3),
-                       "tests": [f"{t.module}.{t.name}" for t in self.golden.tests]},
+            "design": self.design,
+            "top": self.top,
+            "score": self.score,
+            "min_score": self.min_score,
+            "gate_passed": self.gate_passed,
+            "counts": self.counts,
+            "formula": self.formula,
+            "since": self.since,
+            "seed": self.seed,
+            "test_modules": list(self.test_modules),
+            "golden": {
+                "seconds": round(self.golden.seconds, 3),
+                "tests": [f"{t.module}.{t.name}" for t in self.golden.tests],
+            },
             "build": {"seconds": round(self.build_seconds, 3), "cached": self.build_cached},
-            "timeout_s": self.timeout_s, "seconds": round(self.seconds, 3),
+            "timeout_s": self.timeout_s,
+            "seconds": round(self.seconds, 3),
             "mutants": [m.as_dict() for m in self.mutants],
             "rejected": [{"id": i, "reason": r} for i, r in self.rejected],
         }
@@ -163,13 +202,19 @@ class CiReport:
 
 def _golden_problem(run: Run, config: CiConfig) -> str:
     if run.status == "timeout":
-        return (f"the tests did not finish on the golden design within {run.seconds:.0f} s "
-                f"(raise `timeout` in {config.source} or --timeout)")
+        return (
+            f"the tests did not finish on the golden design within {run.seconds:.0f} s "
+            f"(raise `timeout` in {config.source} or --timeout)"
+        )
     if run.status == "error":
-        return (f"the tests did not run on the golden design (check tests.modules and tests.paths in "
-                f"{config.source}): {run.reason}")
-    lines = [f"the tests fail on the golden design, before any mutation; fix them (or the design) first. "
-             f"{len(run.failed)} of {len(run.tests)} failed:"]
+        return (
+            f"the tests did not run on the golden design (check tests.modules and tests.paths in "
+            f"{config.source}): {run.reason}"
+        )
+    lines = [
+        f"the tests fail on the golden design, before any mutation; fix them (or the design) first. "
+        f"{len(run.failed)} of {len(run.tests)} failed:"
+    ]
     for t in run.failed:
         lines.append(f"  {t.module}.{t.name}: {t.message}")
         lines.extend(f"    {ln}" for ln in t.detail.splitlines()[-8:])
@@ -185,19 +230,38 @@ def _mutant_result(mutant_set: engine.MutantSet, m: engine.Mutant, run: Run | No
     reason: str | None = "proved equivalent by hwtp mutate"
     status, seconds = Status.EQUIVALENT, 0.0
     if run is not None:
-        status = {"fail": Status.KILLED, "pass": Status.SURVIVED, "timeout": Status.TIMEOUT,
-                  "error": Status.ERROR}[run.status]
+        status = {"fail": Status.KILLED, "pass": Status.SURVIVED, "timeout": Status.TIMEOUT, "error": Status.ERROR}[
+            run.status
+        ]
         killed_by = tuple(f"{t.module}.{t.name}" for t in run.failed)
         reason, seconds = run.reason, run.seconds
         if run.failed:
             reason = f"{killed_by[0]}: {run.failed[0].message}"
-    return MutantResult(m.id, m.operator, m.file, m.line, m.col, m.original, m.replacement, status, seconds,
-                        killed_by, reason, g, n, mutant_set.diff(m))
+    return MutantResult(
+        m.id,
+        m.operator,
+        m.file,
+        m.line,
+        m.col,
+        m.original,
+        m.replacement,
+        status,
+        seconds,
+        killed_by,
+        reason,
+        g,
+        n,
+        mutant_set.diff(m),
+    )
 
 
-def run_ci(config: CiConfig, progress: Callable[[MutantResult], None] | None = None,
-           on_mutants: Callable[[int], None] | None = None, workdir: Path | None = None,
-           cache_root: Path | None = None) -> CiReport:
+def run_ci(
+    config: CiConfig,
+    progress: Callable[[MutantResult], None] | None = None,
+    on_mutants: Callable[[int], None] | None = None,
+    workdir: Path | None = None,
+    cache_root: Path | None = None,
+) -> CiReport:
     """Mutate, build once, run the tests on golden then on every valid mutant; return the report.
 
     Raises :class:`TestbenchError` when the tests fail (or do not run) on golden.
@@ -206,12 +270,18 @@ def run_ci(config: CiConfig, progress: Callable[[MutantResult], None] | None = N
     """
     start = time.perf_counter()
     design = config.load_design()
-    mutation = engine.MutationConfig(n=config.n, operators=config.operators, seed=config.seed,
-                                     since=config.since, jobs=config.jobs, witness_cycles=0)
+    mutation = engine.MutationConfig(
+        n=config.n,
+        operators=config.operators,
+        seed=config.seed,
+        since=config.since,
+        jobs=config.jobs,
+        witness_cycles=0,
+        lint_args=config.build_arguments() if config.simulator == "verilator" else (),
+    )
     mutant_set = engine.mutate(design, mutation)
     schemata, _ = engine.schemata_sources(mutant_set)
-    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build_arguments(),
-                         root=cache_root)
+    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build_arguments(), root=cache_root)
     to_run = [m for m in mutant_set.valid if m.klass != "equivalent"]
     processes = Processes()
     with tempfile.TemporaryDirectory(prefix="hwtp-ci-", dir=workdir) as tmp:
@@ -244,7 +314,18 @@ def run_ci(config: CiConfig, progress: Callable[[MutantResult], None] | None = N
     results = tuple(ran.get(m.id) or _mutant_result(mutant_set, m, None) for m in mutant_set.valid)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != "valid")
     return CiReport(
-        design=design.name, top=config.top, root=design.root, mutants=results, golden=golden,
-        rejected=rejected, min_score=config.min_score, since=config.since, seed=config.seed,
-        build_seconds=build.seconds, build_cached=build.cached, timeout_s=timeout_s,
-        seconds=time.perf_counter() - start, test_modules=config.test_modules)
+        design=design.name,
+        top=config.top,
+        root=design.root,
+        mutants=results,
+        golden=golden,
+        rejected=rejected,
+        min_score=config.min_score,
+        since=config.since,
+        seed=config.seed,
+        build_seconds=build.seconds,
+        build_cached=build.cached,
+        timeout_s=timeout_s,
+        seconds=time.perf_counter() - start,
+        test_modules=config.test_modules,
+    )

@@ -57,6 +57,7 @@ class MutationConfig:
     equivalents: int = 0  # semantics-preserving variants of golden to add
     witness_cycles: int = 2000  # witness-search budget per mutant (0: skip)
     prefer_killable: bool = True  # over-sample 2x and keep provably killable mutants first
+    lint_args: tuple[str, ...] = ()  # the design's own Verilator arguments (-D, -I, -G) for validation
 
     def __post_init__(self) -> None:
         if self.n is not None and self.n < 1:
@@ -117,8 +118,11 @@ def select_sites(sites: Sequence[Site], n: int | None, seed: int) -> list[Site]:
     return sorted(picked)
 
 
-def _lint(design: Design, sources: Sequence[SourceFile]) -> str | None:
-    """None when Verilator accepts the sources (width warnings not fatal), else the reason."""
+def _lint(design: Design, sources: Sequence[SourceFile], args: Sequence[str] = ()) -> str | None:
+    """None when Verilator accepts the sources (width warnings not fatal), else the reason.
+
+    ``args`` are the design's own build arguments (defines, include folders, parameters).
+    """
     tool = toolchain.find_verilator()
     with tempfile.TemporaryDirectory(prefix="hwtp-lint-") as tmp:
         paths = []
@@ -135,6 +139,7 @@ def _lint(design: Design, sources: Sequence[SourceFile]) -> str | None:
             "-Wno-style",
             "--top-module",
             design.top,
+            *args,
             *paths,
         ]
         out = subprocess.run(
@@ -152,7 +157,7 @@ def _lint(design: Design, sources: Sequence[SourceFile]) -> str | None:
     return (errors[0] if errors else "Verilator lint failed").replace(tmp + "/", "")
 
 
-def _lint_together(design: Design, candidates: list[Mutant]) -> str | None:
+def _lint_together(design: Design, candidates: list[Mutant], args: Sequence[str] = ()) -> str | None:
     """Lint every candidate at once, through their schemata; None when Verilator accepts it.
 
     The schemata holds each candidate's code exactly as its standalone source has it, so
@@ -164,10 +169,10 @@ def _lint_together(design: Design, candidates: list[Mutant]) -> str | None:
         sources, excluded = schemata_sources(MutantSet(design, 0, tuple(numbered)))
     except ValueError as exc:
         return str(exc)
-    return "cannot share the schemata build" if excluded else _lint(design, sources)
+    return "cannot share the schemata build" if excluded else _lint(design, sources, args)
 
 
-def _validate(design: Design, candidates: list[Mutant], jobs: int) -> list[Mutant]:
+def _validate(design: Design, candidates: list[Mutant], jobs: int, args: Sequence[str] = ()) -> list[Mutant]:
     """Reject duplicates (same text as golden or an earlier mutant) and what does not compile."""
     texts: dict[tuple[str, ...], str] = {tuple(s.text for s in design.sources): "golden"}
     staged = MutantSet(design, 0, tuple(candidates))
@@ -180,11 +185,11 @@ def _validate(design: Design, candidates: list[Mutant], jobs: int) -> list[Mutan
         else:
             texts[key] = m.id
             to_lint.append(m)
-    if to_lint and _lint_together(design, to_lint) is None:
+    if to_lint and _lint_together(design, to_lint, args) is None:
         reasons: list[str | None] = [None] * len(to_lint)
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m)), to_lint))
+            reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m), args), to_lint))
     for m, reason in zip(to_lint, reasons, strict=True):
         out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]
@@ -238,19 +243,19 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
     pool = _find(design, config)
     oversample = bool(config.witness_cycles and config.n is not None and config.prefer_killable)
     first = select_sites(pool, config.n * 2 if oversample and config.n else config.n, config.seed)
-    checked = _validate(design, [_record(i, (s,)) for i, s in enumerate(first, start=1)], config.jobs)
+    checked = _validate(design, [_record(i, (s,)) for i, s in enumerate(first, start=1)], config.jobs, config.lint_args)
     witnesses: dict[str, Plan] = {}
     if oversample:
         checked, witnesses = _keep_killable_first(design, config, checked)
     level = [m for m in checked if m.status == "valid"]
     for _ in range(config.depth - 1):
-        children = _validate(design, _children(level, pool, config, len(checked) + 1), config.jobs)
+        children = _validate(design, _children(level, pool, config, len(checked) + 1), config.jobs, config.lint_args)
         checked += children
         level = [m for m in children if m.status == "valid"]
     if config.equivalents:
         eq_sites = select_sites(_find(design, config, ("equivalent",)), config.equivalents, config.seed)
         eq = [_record(len(checked) + i, (s,), klass="equivalent") for i, s in enumerate(eq_sites, start=1)]
-        checked += _validate(design, eq, config.jobs)
+        checked += _validate(design, eq, config.jobs, config.lint_args)
     if config.include_widths:
         checked = _reject_width_sites(design, config, checked)
     result = _number(design, config.seed, checked)
