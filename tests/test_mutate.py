@@ -305,3 +305,19 @@ def test_candidates_that_do_not_compile_are_rejected_with_the_reason() -> None:
     assert [m.status for m in checked] == ["valid", "rejected", "rejected"]
     assert "does not compile" in (checked[1].reason or "") and "no_such_signal" in (checked[1].reason or "")
     assert checked[2].reason == "duplicate of m0001"
+
+
+@pytest.mark.sim
+def test_bare_systemverilog_lite_file_with_top(run_cli, tmp_path: Path, data_dir: Path) -> None:
+    out = tmp_path / "m"
+    code, text, err = run_cli("mutate", data_dir / "mux.sv", "--top", "mux_reg", "--clock", "clk:10",
+                              "--reset", "rst:high:1", "-o", out, "-n", "8")
+    assert code == 0, err
+    data = json.loads((out / "mutants.json").read_text())
+    valid = [m for m in data["mutants"] if m["status"] == "valid"]
+    assert len(valid) >= 6 and all(m["class"] == "killable" for m in valid), text
+    code, _, err = run_cli("score", out, "--plans", out / "witnesses", "--json", tmp_path / "s.json")
+    assert code == 0, err
+    results = json.loads((tmp_path / "s.json").read_text())["results"]
+    tied = {r["plan"]: r for r in results if r["plan"].replace("witness_", "") == r["state"]}
+    assert tied and all(r["outcome"] == "detected" for r in tied.values())

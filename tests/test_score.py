@@ -1,0 +1,112 @@
+"""hwtp score: batched and isolated agree on every design; faults stay contained."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwtp.design import SourceFile, load_design, shipped_names
+from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan
+from hwtp.planset import PlanInput, read_plans
+from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.sim.backends import get_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
+from hwtp.sim.runner import run_job
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.values import Value
+
+pytestmark = pytest.mark.sim
+
+
+def _broken(plan: Plan) -> Plan:
+    """The plan with the first fully specified expected value of its first test flipped."""
+    test = plan.tests[0]
+    steps = list(test.steps)
+    for i, step in enumerate(steps):
+        if step.kind == "expect":
+            name, value = next((n, v) for n, v in step.values if v.care is None and not v.negative)
+            steps[i] = Step("expect", ((name, Value(value.bits ^ 1)),))
+            break
+    return Plan((TestCase(test.name, tuple(steps)), *plan.tests[1:]))
+
+
+@pytest.mark.parametrize("name", shipped_names())
+def test_batched_and_isolated_agree(name: str, mutated: Any) -> None:
+    result = mutated(name)
+    reference = load_plan_file(load_design(name).root / "plans" / "reference.yaml")
+    witnesses = sorted(result.witnesses.items())[:2]
+    plans = [PlanInput("reference", reference), PlanInput("failing", _broken(reference))]
+    plans += [PlanInput(f"w_{mid}", plan) for mid, plan in witnesses]
+    states = ("golden", *(mid for mid, _ in witnesses), *(m.id for m in result.valid[-2:]))
+    config = ScoreConfig(states=tuple(dict.fromkeys(states)), jobs=2)
+    batched = score(result, plans, config)
+    isolated = score(result, plans, ScoreConfig(states=config.states, jobs=2, isolated=True))
+    assert [r.as_dict() for r in batched.results] == [r.as_dict() for r in isolated.results]
+    by = {(r.plan, r.state): r.outcome for r in batched.results}
+    assert by[("reference", "golden")] == Outcome.PASSED
+    assert by[("failing", "golden")] == Outcome.GOLDEN_FAIL
+    for mid, _ in witnesses:
+        assert by[(f"w_{mid}", mid)] == Outcome.DETECTED
+
+
+def test_faults_are_contained_and_nothing_is_dropped(data_dir: Path) -> None:
+    design = load_design(data_dir / "counter.v")
+    build = ensure_build(get_backend("verilator"), build_sources(design), WRAPPER_TOP)
+    quick = parse_plan("tests:\n- name: t\n  steps:\n  - drive: {en: 1}\n  - wait: 3\n  - expect: {q: 3}\n")
+    endless = Plan((TestCase("long", tuple(Step("wait", count=1_000_000) for _ in range(50))),))
+    evs = [
+        Evaluation(f"e{i}", compile_plan(p, design), cycles=plan_cycles(p, design))
+        for i, p in enumerate([quick, endless, quick, endless])
+    ]
+    limits = Limits(max_cycles=10**8, wall_s=1.0)
+    # e3 is over the cycle limit, caught before simulating; e1 runs until the watchdog stops it
+    evs[3] = Evaluation("e3", evs[3].tests, cycles=10**9)
+    results = run_job(build, Job(design, tuple(evs), limits=limits))
+    assert [r.id for r in results] == ["e0", "e1", "e2", "e3"]
+    assert [r.status for r in results] == ["pass", "timeout", "pass", "timeout"]
+    assert "wall-clock" in (results[1].reason or "") and "over the limit" in (results[3].reason or "")
+
+
+def test_a_crashing_mutant_is_an_error_and_the_rest_rerun(data_dir: Path) -> None:
+    design = load_design(data_dir / "loopy.v")
+    source = SourceFile("loopy.v", (data_dir / "loopy.v").read_text())
+    build = ensure_build(get_backend("verilator"), build_sources(design, (source,)), WRAPPER_TOP)
+    plan = parse_plan("tests:\n- name: t\n  steps:\n  - drive: {a: 1, b: 2}\n  - expect: {y: 3}\n")
+    compiled = compile_plan(plan, design)
+    evs = tuple(Evaluation(f"e{i}", compiled, mutant=k) for i, k in enumerate([0, 1, 0, 0]))
+    results = run_job(build, Job(design, evs))
+    assert [r.status for r in results] == ["pass", "error", "pass", "pass"]
+    assert "simulator process died" in (results[1].reason or "")
+
+
+def test_score_cli_plans_from_stdin_and_bad_plans(
+    run_cli: Any, mutated: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    result = mutated("adder_carry")
+    reference = (load_design("adder_carry").root / "plans" / "reference.yaml").read_text()
+    docs = [
+        {"tests": [{"name": "t", "steps": [{"drive": {"a": 1, "b": 2, "cin": 0}}, {"expect": {"sum": 3}}]}]},
+        {"tests": [{"name": "t", "steps": [{"drive": {"nope": 1}}]}]},
+    ]
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(docs)))
+    out = tmp_path / "s.json"
+    code, text, err = run_cli("score", result.root, "--plans", "-", "--states", "golden", "--json", out)
+    assert code == 0, err
+    results = json.loads(out.read_text())["results"]
+    assert [r["outcome"] for r in results] == ["passed", "invalid"]
+    assert "unknown port 'nope'" in results[1]["detail"]["reason"]
+    assert "invalid stdin1" in text
+    plan_dir = tmp_path / "plans"
+    plan_dir.mkdir()
+    (plan_dir / "ref.yaml").write_text(reference)
+    (plan_dir / "junk.yaml").write_text("tests: [\n")
+    plans = read_plans([str(plan_dir)])
+    assert {p.id: p.error is None for p in plans} == {"junk": False, "ref": True}
+    code, text, err = run_cli("score", result.root, "--plans", plan_dir, "--states", "bogus")
+    assert code == 2 and "bogus" in err
