@@ -185,7 +185,7 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
     """Validate and compile every plan; list the evaluations (each golden one shared)."""
     design = mutant_set.design
     states = _states(mutant_set, config.states)
-    index = dict(states) | {m.id: m.index for m in mutant_set.valid}
+    index = {GOLDEN: 0} | dict(states) | {m.id: m.index for m in mutant_set.valid}
     pairs = samples(plans, states, config.full_matrix)
     compiled: dict[str, tuple[Any, int]] = {}
     errors: dict[str, str] = {}

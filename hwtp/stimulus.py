@@ -96,5 +96,7 @@ def fill_expectations(
             expect = tuple((p.name, Value(v)) for p, v in zip(outputs, values, strict=True) if isinstance(v, int))
             if expect:
                 steps.append(Step("expect", expect))
+            elif design.clock is None:
+                steps.append(Step("wait", count=1))  # keep the settle point (see hwtp.witness)
         tests.append(TestCase(test.name, tuple(steps), description))
     return Plan(tuple(tests), stimulus.reasoning, stimulus.source)

@@ -53,7 +53,13 @@ def _witness(design: Design, stimulus: Plan, test_index: int, sample: list[Any],
     """The stimulus test up to ``sample``'s step, expecting golden's outputs there."""
     test = stimulus.tests[test_index]
     step_index = int(sample[0])
-    kept = [s for s in test.steps[: step_index - 1] if s.kind != "sample"]
+    # A sample also let inputs settle: on a combinational design, where logic may hold state
+    # (a mutant can turn an assignment into a latch), it becomes a `wait: 1` so the plan
+    # evaluates the same sequence of input vectors.
+    settle = Step("wait", count=1)
+    kept = [s if s.kind != "sample" else settle for s in test.steps[: step_index - 1]]
+    if design.clock is not None:
+        kept = [s for s in kept if s is not settle]
     expect = tuple((p.name, Value(v)) for p, v in zip(design.outputs, sample[2], strict=True) if isinstance(v, int))
     steps = (*kept, Step("expect", expect))
     description = f"witness for {mutant_id}: outputs at cycle {sample[1]} differ from the golden design"
