@@ -2,7 +2,7 @@
 
 1. Parse + site discovery + schemata generation for every shipped design, with the pyslang
    and the pyverilog front ends side by side (designs parsed, sites found, time).
-2. Validation of N mutants of one sequential design: hwtp (Verilator lint per mutant + ONE
+2. Validation of N mutants of one sequential design: hwtp (one Verilator lint of all + ONE
    schemata build) vs compiling each mutant on its own (a full Verilator build each; measured
    on --standalone builds and extrapolated). Goal: hwtp < 3 standalone builds.
 
@@ -69,7 +69,7 @@ def validation(design_name: str, n: int, standalone: int) -> None:
     ours = lint_s + schemata_s
     theirs = per_build * len(result.valid)
     print(f"\nvalidating {len(result.mutants)} mutants of {design_name} ({len(result.valid)} valid):")
-    print(f"  hwtp: lint each + one schemata build   {ours:7.1f} s  ({lint_s:.1f} s lint, {schemata_s:.1f} s build)")
+    print(f"  hwtp: lint + one schemata build       {ours:7.1f} s  ({lint_s:.1f} s lint, {schemata_s:.1f} s build)")
     print(
         f"  one standalone build per mutant        {theirs:7.1f} s  ({per_build:.1f} s per build, "
         f"measured on {standalone}, extrapolated)"

@@ -89,7 +89,7 @@ def score_command(
 ) -> None:
     """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
     mutant_set = engine.load(mutdir)
-    stdin = click.get_text_stream("stdin").read() if "-" in plan_refs else None
+    stdin = sys.stdin.read() if "-" in plan_refs else None
     plans = read_plans(list(plan_refs), stdin)
     wanted = None if states == "all" else tuple(s.strip() for s in states.split(",") if s.strip())
     config = ScoreConfig(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -42,7 +43,7 @@ def sim(
     """
     loaded = resolve_design(design, top, clock_spec, reset_spec)
     if plan == "-":
-        parsed = parse_plan(click.get_text_stream("stdin").read(), source="<stdin>")
+        parsed = parse_plan(sys.stdin.read(), source="<stdin>")
     else:
         path = Path(plan) if plan else loaded.root / "plans" / "reference.yaml"
         if plan is None and not path.is_file():
