@@ -26,6 +26,7 @@ from hwtp.ci_config import CiConfig
 from hwtp.errors import ToolchainError
 from hwtp.mutators.schemata import PLUSARG
 from hwtp.sim.buildcache import Build
+from hwtp.sim.runner import log_tail
 
 log = logging.getLogger("hwtp.ci")
 _LOG_TAIL_LINES = 25
@@ -56,14 +57,6 @@ class Run:
     @property
     def failed(self) -> tuple[TestOutcome, ...]:
         return tuple(t for t in self.tests if t.status == "failed")
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-_LOG_TAIL_LINES:])
 
 
 def parse_results(path: Path) -> tuple[TestOutcome, ...]:
@@ -171,12 +164,12 @@ def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeou
     seconds = time.perf_counter() - start
     if not results.is_file():
         why = f"no results file (exit code {proc.returncode})"
-        return Run("error", (), seconds, f"{why}; log tail:\n{_tail(log_path)}")
+        return Run("error", (), seconds, f"{why}; log tail:\n{log_tail(log_path, _LOG_TAIL_LINES)}")
     try:
         tests = parse_results(results)
     except ValueError as exc:
-        return Run("error", (), seconds, f"{exc}; log tail:\n{_tail(log_path)}")
+        return Run("error", (), seconds, f"{exc}; log tail:\n{log_tail(log_path, _LOG_TAIL_LINES)}")
     if not tests:
-        return Run("error", (), seconds, f"no cocotb test ran; log tail:\n{_tail(log_path)}")
+        return Run("error", (), seconds, f"no cocotb test ran; log tail:\n{log_tail(log_path, _LOG_TAIL_LINES)}")
     status: Literal["pass", "fail"] = "fail" if any(t.status == "failed" for t in tests) else "pass"
     return Run(status, tests, seconds)

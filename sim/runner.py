@@ -79,12 +79,13 @@ class Counters:
             self.evaluations += evaluations
 
 
-def _tail(path: Path) -> str:
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file ("" when it cannot be read)."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    return "\n".join(lines[-_LOG_TAIL_LINES:])
+    return "\n".join(text[-lines:])
 
 
 class _ResultTail:
@@ -194,7 +195,7 @@ def _run_process(
                 break
     if kind is None and len(tail.results) < len(job.evaluations):
         kind = "error"
-    return tail.results, kind, _tail(log_path)
+    return tail.results, kind, log_tail(log_path)
 
 
 def run_job(
