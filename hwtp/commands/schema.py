@@ -12,5 +12,5 @@ from hwtp.plan import json_schema
 @click.command()
 @click.argument("what", type=click.Choice(["plan"]))
 def schema(what: str) -> None:
-    """Print the JSON Schema of a format (``plan``: test plan format v1)."""
+    """Print the JSON Schema of a format (plan: test plan format v1)."""
     click.echo(json.dumps(json_schema(), indent=2))
