@@ -327,9 +327,9 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
             raise DesignError(f"{path}: pass --top to choose the top module (modules: {listed})")
         top = names[0]
     ports = elaborate(sources, top)
-    names = {p.name: p for p in ports}
+    by_name = {p.name: p for p in ports}
     if clock is None:
-        clk = next((n for n in ("clk", "clock", "i_clk", "clk_i") if n in names), None)
+        clk = next((n for n in ("clk", "clock", "i_clk", "clk_i") if n in by_name), None)
         clock = Clock(clk, 10.0) if clk else None
     if reset is None and clock is not None:
         for name, active in (
@@ -341,7 +341,7 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
             ("reset", "high"),
             ("rst_i", "high"),
         ):
-            if name in names:
+            if name in by_name:
                 reset = Reset(name, active, 2)  # type: ignore[arg-type]
                 break
     design = Design(path.stem, top, root, sources, "", clock, reset, ports)

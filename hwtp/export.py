@@ -157,7 +157,7 @@ def write_export(records: Sequence[dict[str, Any]], options: ExportOptions, out:
     key = "group" if options.format in ("jsonl", "parquet") else "_none"
     out.mkdir(parents=True, exist_ok=True)
     suffix = "parquet" if options.format == "parquet" else "jsonl"
-    entries = []
+    entries: list[dict[str, Any]] = []
     for i, part in enumerate(shard(rows, options.batch_size, key)):
         path = out / f"{options.format}-{i:05d}.{suffix}"
         if suffix == "parquet":

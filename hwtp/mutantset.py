@@ -112,7 +112,7 @@ class MutantSet:
         return tuple(out)
 
     def diff(self, mutant: Mutant) -> str:
-        chunks = []
+        chunks: list[str] = []
         for golden, mutated in zip(self.design.sources, self.sources_of(mutant), strict=True):
             if golden.text != mutated.text:
                 chunks.extend(

@@ -30,7 +30,7 @@ from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy
 from hwtp.prompt import Templates
 from hwtp.runconfig import STAGES, RunConfig, changes, first_stage
 from hwtp.score import GOLDEN, RewardLevels, ScoreConfig, assemble, prepare, run_evaluations, schemata_build
-from hwtp.sim.runner import EvalResult, _ResultTail
+from hwtp.sim.runner import EvalResult, ResultTail
 from hwtp.store import PlanRow, Store, open_store
 
 Event = Callable[..., None]
@@ -154,7 +154,7 @@ def _ingest_leftovers(store: Store, design: str, workdir: Path, wanted: set[str]
     """Results written by a simulator of a killed run: stored, not simulated again."""
     count = 0
     for path in sorted(workdir.rglob("results.jsonl")):
-        tail = _ResultTail(path)
+        tail = ResultTail(path)
         for result in tail.poll():
             if result.id in wanted and store.put_evaluation(design, result.id, result.as_line()):
                 count += 1

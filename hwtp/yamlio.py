@@ -65,8 +65,9 @@ def _walk(loader: _Loader, node: yaml.Node, path: Path_, lines: dict[Path_, int]
             key = str(key_node.value)  # keys are names: never 'on'->True, '1'->1
             if key in out:
                 raise YamlLoadError(f"duplicate key {key!r}", key_node.start_mark.line + 1)
-            lines[(*path, key)] = key_node.start_mark.line + 1
-            out[key] = _walk(loader, value_node, (*path, key), lines)
+            child = (*path, key)
+            lines[child] = key_node.start_mark.line + 1
+            out[key] = _walk(loader, value_node, child, lines)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_walk(loader, item, (*path, i), lines) for i, item in enumerate(node.value)]

@@ -29,7 +29,9 @@ BUILD_ABI = "1"
 class Backend(Protocol):
     """What every simulator backend provides."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The backend's registry name."""
 
     def fingerprint(self) -> str:
         """Toolchain identity that goes into the build-cache key."""
@@ -216,9 +218,10 @@ _BACKENDS: dict[str, type[VerilatorBackend] | type[IcarusBackend]] = {
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; fails listing the valid names."""
     try:
-        return _BACKENDS[name]()
+        backend: Backend = _BACKENDS[name]()
     except KeyError:
         raise DesignError(f"unknown simulator {name!r} (valid: {', '.join(sorted(_BACKENDS))})") from None
+    return backend
 
 
 def backend_names() -> list[str]:

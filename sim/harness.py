@@ -175,6 +175,7 @@ class Harness:
         self.cycle = 0
 
     async def do_reset(self, cycles: int) -> None:
+        assert self.reset is not None  # plans are validated: reset steps need a reset
         port = self.inputs[self.reset["port"]]
         port.write(self.reset["active"])
         self.dirty = True

@@ -88,7 +88,7 @@ def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     return "\n".join(text[-lines:])
 
 
-class _ResultTail:
+class ResultTail:
     """Reads a results file incrementally: only complete new lines, each parsed once."""
 
     def __init__(self, path: Path) -> None:
@@ -157,7 +157,7 @@ def _run_process(
     argv = build.backend.command(build.path, build.top, plusargs)
     log.debug("$ %s", shlex.join(argv))
     counters.add(processes=1)
-    tail = _ResultTail(results_path)
+    tail = ResultTail(results_path)
     kind = None
     with log_path.open("w", encoding="utf-8") as log_fh:
         proc = subprocess.Popen(

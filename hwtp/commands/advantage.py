@@ -37,10 +37,21 @@ def _config(name: str, **overrides: Any) -> Any:
 def advantage_options(func: Any) -> Any:
     for option in reversed(
         [
-            click.option("--preset", "preset_name", default="grpo-smu", show_default=True,
-                         type=click.Choice(sorted(PRESETS)), help="Trainer convention (DOMAIN.md §3)."),
-            click.option("--group-by", type=click.Choice(["state", "design", "batch"]), default="design",
-                         show_default=True, help="state: plain GRPO; design: GRPO-SMu over the mutant states."),
+            click.option(
+                "--preset",
+                "preset_name",
+                default="grpo-smu",
+                show_default=True,
+                type=click.Choice(sorted(PRESETS)),
+                help="Trainer convention (DOMAIN.md §3).",
+            ),
+            click.option(
+                "--group-by",
+                type=click.Choice(["state", "design", "batch"]),
+                default="design",
+                show_default=True,
+                help="state: plain GRPO; design: GRPO-SMu over the mutant states.",
+            ),
             click.option("--baseline", type=click.Choice(["mean", "leave-one-out"])),
             click.option("--scale", type=click.Choice(["none", "group-std", "leave-one-out-std", "batch-std"])),
             click.option("--ddof", type=int),
@@ -58,7 +69,7 @@ def advantage_options(func: Any) -> Any:
 
 def _records(docs: list[dict[str, Any]], preset_name: str, group_by: str, **overrides: Any) -> tuple[list, Any, Any]:
     config = _config(preset_name, **overrides)
-    records = advantage_records(docs, config, by=group_by)
+    records = advantage_records(docs, config, by=group_by)  # type: ignore[arg-type]  # click.Choice
     hashes = {d.get("design"): d.get("mutant_set", "") for d in docs}
     for r in records:
         r.setdefault("mutant_set", hashes.get(r["design"], ""))
@@ -97,12 +108,25 @@ def _plan_records(folders: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
 @click.argument("scores", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True)
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
-@click.option("--plans", "plan_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="hwtp plan output folder(s): source of each sample's prompt and completion.")
+@click.option(
+    "--plans",
+    "plan_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="hwtp plan output folder(s): source of each sample's prompt and completion.",
+)
 @click.option("--batch-size", type=int, help="Records per shard (groups are never split).")
 @advantage_options
-def export_command(scores: tuple[Path, ...], fmt: str, out: Path, plan_dirs: tuple[Path, ...], batch_size: int | None,
-                   preset_name: str, group_by: str, **overrides: Any) -> None:
+def export_command(
+    scores: tuple[Path, ...],
+    fmt: str,
+    out: Path,
+    plan_dirs: tuple[Path, ...],
+    batch_size: int | None,
+    preset_name: str,
+    group_by: str,
+    **overrides: Any,
+) -> None:
     """Export scored samples (SCORES JSON files) as training batches."""
     records, _, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
     metadata = {"preset": preset_name, "group_by": group_by}

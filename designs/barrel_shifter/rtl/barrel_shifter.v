@@ -15,10 +15,10 @@ module barrel_shifter (
     output reg  [7:0] out                // shifted value
 );
 
+    // mode encodings (2'b11 = ROR is the case default below)
     localparam [1:0] MODE_LSL = 2'b00,
                      MODE_LSR = 2'b01,
-                     MODE_ASR = 2'b10,
-                     MODE_ROR = 2'b11;
+                     MODE_ASR = 2'b10;
 
     // Rotate right by amt = (data >> amt) OR (data << (8 - amt)): the bits
     // that fall off bit 0 come back in at the top. For amt = 0 the left
@@ -35,8 +35,7 @@ module barrel_shifter (
             MODE_LSL: out = data << amt;
             MODE_LSR: out = data >> amt;
             MODE_ASR: out = asr;
-            MODE_ROR: out = ror;
-            default:  out = data;        // unreachable: all 4 modes decoded
+            default:  out = ror;         // MODE_ROR, the only code left
         endcase
     end
 
