@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from hwtp import yamlio
 from hwtp.design import MANIFEST, Design, SourceFile, load_design
 from hwtp.errors import MutantError
 from hwtp.mutators.schemata import SchemataError, render, standalone
@@ -183,7 +182,7 @@ def write(mutant_set: MutantSet, outdir: Path) -> Path:
     if mutant_set.witnesses:
         witnesses.mkdir()
     for mid, plan in sorted(mutant_set.witnesses.items()):
-        (witnesses / f"{mid}.yaml").write_text(yaml.safe_dump(to_data(plan), sort_keys=False), encoding="utf-8")
+        (witnesses / f"{mid}.yaml").write_text(yamlio.dump(to_data(plan)), encoding="utf-8")
     diffs = outdir / "diffs"
     if diffs.exists():
         shutil.rmtree(diffs)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from hwtp import yamlio
 from hwtp.errors import PlanError
 from hwtp.mutate import MutantSet
 from hwtp.plan import extract_plan, to_data, validate
@@ -109,7 +108,7 @@ def write_plans(records: Sequence[PlanRecord], outdir: Path) -> Path:
             if r.error is None:
                 plan = extract_plan(r.generated.text)
                 (folder / f"s{r.sample:02d}.yaml").write_text(
-                    yaml.safe_dump(to_data(plan), sort_keys=False), encoding="utf-8"
+                    yamlio.dump(to_data(plan)), encoding="utf-8"
                 )
     index = outdir / PLAN_INDEX
     tmp = index.with_suffix(".tmp")

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
+from hwtp import yamlio
 from hwtp.errors import ConfigError, PolicyError
 from hwtp.mutate import MutantSet, schemata_sources
 from hwtp.plan import to_data
@@ -107,7 +106,7 @@ class RandomPolicy:
                     row.append(Generated(k, None, error=f"golden simulation {result.status}: {result.reason}"))
                     continue
                 plan = fill_expectations(stimulus, design, [t.get("trace", []) for t in result.tests])
-                text = yaml.safe_dump(to_data(plan), sort_keys=False)
+                text = yamlio.dump(to_data(plan))
                 row.append(Generated(k, text, finish_reason="stop", model="hwtp-random"))
             out.append(row)
         return out
