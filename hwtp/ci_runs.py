@@ -144,6 +144,7 @@ def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeou
               processes: Processes | None = None) -> Run:
     """Run the user's tests on state ``mutant`` (0 = golden) in a fresh simulator process."""
     processes = processes or Processes()
+    workdir = workdir.resolve()  # the simulator runs in workdir: every path it gets is absolute
     workdir.mkdir(parents=True, exist_ok=True)
     results, log_path = workdir / "results.xml", workdir / "sim.log"
     argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}={mutant}"])

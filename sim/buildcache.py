@@ -58,7 +58,7 @@ def ensure_build(
 ) -> Build:
     """Return the build of ``sources``, building it unless the cache already has it."""
     key = build_key(backend, sources, top, extra_args)
-    base = (root or default_root()).expanduser()
+    base = (root or default_root()).expanduser().resolve()
     base.mkdir(parents=True, exist_ok=True)
     folder = base / f"{backend.name}-{key[:24]}"
     lock_path = base / f"{folder.name}.lock"

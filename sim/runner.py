@@ -146,6 +146,7 @@ def _run_process(
 
     ``on_result`` receives each result as soon as the harness has written it.
     """
+    workdir = workdir.resolve()  # the simulator runs in workdir: every path it gets is absolute
     workdir.mkdir(parents=True, exist_ok=True)
     job_path, results_path, log_path = workdir / "job.json", workdir / "results.jsonl", workdir / "sim.log"
     job_path.write_text(json.dumps(job.as_data()), encoding="utf-8")

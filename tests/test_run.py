@@ -280,3 +280,20 @@ def test_openai_policy_rerun_makes_no_request(tmp_path: Path, monkeypatch: pytes
     assert store_content(rundir)["exports"] == exported
     records = [json.loads(r[0]) for r in table(rundir, "SELECT record FROM plans")]
     assert len(records) == 3 * 2 and all(r["model"] for r in records)
+
+
+def test_relative_run_folder_and_cache_as_a_new_user_types_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Any
+) -> None:
+    """The README's command uses a relative run folder; the simulator runs in its own folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HWTP_CACHE_DIR", "relative-cache")
+    code, out, err = run_cli(
+        "run", "gray_converter", "-o", "runs/demo", "--states", "2", "-G", "2", "--witness-cycles", "100", "-j", "1"
+    )
+    assert code == 0, err
+    outcomes = {r[0] for r in table(tmp_path / "runs" / "demo", "SELECT outcome FROM samples")}
+    assert outcomes <= {"passed", "detected"} and outcomes, outcomes
+    assert "gray_converter" in out and " 100%" in out
+    code, out, err = run_cli("sim", "gray_converter")
+    assert code == 0, err
