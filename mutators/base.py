@@ -29,11 +29,17 @@ EXAMPLE_MODULE = (
 
 @runtime_checkable
 class Operator(Protocol):
-    """A mutation operator: finds the sites where it applies."""
+    """A mutation operator: finds the sites where it applies (read-only attributes, so frozen
+    dataclasses implement it)."""
 
-    name: str
-    description: str
-    examples: Sequence[Example]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def examples(self) -> Sequence[Example]: ...
 
     def sites(self, ctx: SiteContext) -> Iterable[Site]:
         """Every site of this operator in ``ctx``."""

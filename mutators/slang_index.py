@@ -223,8 +223,8 @@ def expr(node: Node) -> Expr:
     elif kind == SK.IdentifierSelectName:
         return _select(node, start, end)
     elif kind == SK.ConcatenationExpression:
-        parts = tuple(expr(e) for e in _nodes(node.expressions))
-        return Expr("concat", start, end, start, end, children=parts)
+        items = tuple(expr(e) for e in _nodes(node.expressions))
+        return Expr("concat", start, end, start, end, children=items)
     elif kind == SK.MultipleConcatenationExpression:
         return Expr("repeat", start, end, start, end, children=(expr(node.concatenation),))
     elif kind == SK.InvocationExpression:

@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,15 @@ DESIGNS = ("adder_carry", "counter_en_load", "gray_converter")
 ARGS = ("--states", "3", "-G", "4", "--witness-cycles", "200", "-j", "1", "--seed", "1")
 
 
+HWTP = shutil.which("hwtp") or str(Path(sys.executable).with_name("hwtp"))
+
+
 def hwtp(*args: Any, **kwargs: Any) -> subprocess.Popen[str]:
+    """The installed console script, as users run it, from a folder that is not the
+    repository (``python -m`` would import the source tree instead of the installed package)."""
+    kwargs.setdefault("cwd", tempfile.gettempdir())
     return subprocess.Popen(
-        [sys.executable, "-m", "hwtp.cli", *map(str, args)],
+        [HWTP, *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
