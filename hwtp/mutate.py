@@ -17,11 +17,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+import pyslang
 
 from hwtp.design import Design, SourceFile
 from hwtp.errors import MutantError
 from hwtp.gitlines import changed_lines
 from hwtp.mutantset import MUTANTS_JSON, Mutant, MutantSet, load, schemata_sources, set_hash, write
+from hwtp.mutators.schemata import standalone
 from hwtp.mutators.site import Site
 from hwtp.plan import Plan
 from hwtp.sim import toolchain
@@ -172,6 +176,38 @@ def _lint_together(design: Design, candidates: list[Mutant], args: Sequence[str]
     return "cannot share the schemata build" if excluded else _lint(design, sources, args)
 
 
+def _keeps_shape(design: Design, site: Site) -> bool:
+    """True when the standalone text still parses as an expression exactly over the mutated
+    guard span. A token swap across precedence levels (``a ^ b ^ c`` -> ``a | b ^ c``)
+    re-parses as a different tree: the schemata would then simulate another mutant than the
+    source a policy is shown, so such a candidate is rejected."""
+    if site.guard != "expr":
+        return True
+    text = standalone(design.source(site.file).text, [site])
+    delta = len(site.standalone.encode()) - len(site.original.encode())
+    want = (site.guard_start, site.guard_end + delta)
+    tree = pyslang.syntax.SyntaxTree.fromText(text)
+    found = False
+
+    inner = want[0] < site.start and site.end + delta < want[1]  # an operator token inside the guard
+
+    def visit(node: Any) -> None:
+        nonlocal found
+        if found or not isinstance(node, pyslang.syntax.ExpressionSyntax):
+            return
+        r = node.sourceRange
+        if (r.start.offset, r.end.offset) != want:
+            return
+        if inner and isinstance(node, pyslang.syntax.BinaryExpressionSyntax):
+            # the edited token must be this expression's operator, not one of its operands'
+            found = node.operatorToken.location.offset == site.start
+        else:
+            found = True
+
+    tree.root.visit(visit)
+    return found
+
+
 def _validate(design: Design, candidates: list[Mutant], jobs: int, args: Sequence[str] = ()) -> list[Mutant]:
     """Reject duplicates (same text as golden or an earlier mutant) and what does not compile."""
     texts: dict[tuple[str, ...], str] = {tuple(s.text for s in design.sources): "golden"}
@@ -180,7 +216,13 @@ def _validate(design: Design, candidates: list[Mutant], jobs: int, args: Sequenc
     out: dict[str, Mutant] = {}
     for m in candidates:
         key = tuple(s.text for s in staged.sources_of(m))
-        if key in texts:
+        if not all(_keeps_shape(design, s) for s in m.sites):
+            out[m.id] = replace(
+                m,
+                status="rejected",
+                reason="operator precedence: the standalone text parses as a different expression than the mutation",
+            )
+        elif key in texts:
             out[m.id] = replace(m, status="rejected", reason=f"duplicate of {texts[key]}")
         else:
             texts[key] = m.id

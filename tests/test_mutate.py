@@ -272,14 +272,16 @@ def test_candidates_that_do_not_compile_are_rejected_with_the_reason() -> None:
 
     real = next(s for s in find_sites(src.text, src.path) if s.operator == "arithmetic.add_to_sub")
     good = real
-    # a replacement that parses but names a signal that does not exist
+    # a replacement that parses (the whole guarded expression becomes a name) but names a
+    # signal that does not exist
+    guarded = src.text.encode()[real.guard_start : real.guard_end].decode()
     bad = Site(
         real.file,
-        real.start,
-        real.end,
+        real.guard_start,
+        real.guard_end,
         "test.undeclared",
-        real.original,
-        "+ no_such_signal +",
+        guarded,
+        "no_such_signal",
         real.guard_start,
         real.guard_end,
         real.guard,
@@ -310,8 +312,20 @@ def test_candidates_that_do_not_compile_are_rejected_with_the_reason() -> None:
 @pytest.mark.sim
 def test_bare_systemverilog_lite_file_with_top(run_cli, tmp_path: Path, data_dir: Path) -> None:
     out = tmp_path / "m"
-    code, text, err = run_cli("mutate", data_dir / "mux.sv", "--top", "mux_reg", "--clock", "clk:10",
-                              "--reset", "rst:high:1", "-o", out, "-n", "8")
+    code, text, err = run_cli(
+        "mutate",
+        data_dir / "mux.sv",
+        "--top",
+        "mux_reg",
+        "--clock",
+        "clk:10",
+        "--reset",
+        "rst:high:1",
+        "-o",
+        out,
+        "-n",
+        "8",
+    )
     assert code == 0, err
     data = json.loads((out / "mutants.json").read_text())
     valid = [m for m in data["mutants"] if m["status"] == "valid"]
@@ -321,3 +335,31 @@ def test_bare_systemverilog_lite_file_with_top(run_cli, tmp_path: Path, data_dir
     results = json.loads((tmp_path / "s.json").read_text())["results"]
     tied = {r["plan"]: r for r in results if r["plan"].replace("witness_", "") == r["state"]}
     assert tied and all(r["outcome"] == "detected" for r in tied.values())
+
+
+def test_token_swaps_that_change_precedence_are_rejected() -> None:
+    """``q[7] ^ q[5] ^ q[4]`` with one ``^`` made ``|`` or ``&`` re-parses as another tree:
+    its standalone text is not the mutation the schemata would simulate."""
+    from hwtp.design import SourceFile
+    from hwtp.mutators.sites import find_sites
+
+    text = (
+        "module p(input [7:0] q, output fb, output y);\n  assign fb = q[7] ^ q[5] ^ q[4] ^ q[3];\n"
+        "  assign y = q[1] + q[2] - q[3];\nendmodule\n"
+    )
+    design = load_design("gray_converter")
+    from dataclasses import replace as dc_replace
+
+    design = dc_replace(design, top="p", sources=(SourceFile("p.v", text),))
+    sites = [
+        s
+        for s in find_sites(text, "p.v")
+        if s.operator in ("bitwise.xor_to_or", "bitwise.xor_to_and", "arithmetic.add_to_sub", "arithmetic.sub_to_add")
+    ]
+    checked = engine._validate(design, [engine._record(i, (s,)) for i, s in enumerate(sites, 1)], jobs=1)
+    by = {(m.operator, m.col): m for m in checked}
+    precedence = [m for m in checked if m.status == "rejected" and "precedence" in (m.reason or "")]
+    assert precedence  # ^ -> | or & inside a chain of ^ changes the tree
+    assert all(m.status == "valid" for (op, _), m in by.items() if op.startswith("arithmetic"))  # same level
+    first_or = min((m for m in checked if m.operator == "bitwise.xor_to_or"), key=lambda m: m.col)
+    assert first_or.status == "rejected"
