@@ -153,7 +153,8 @@ def test_kill_9_and_resume_gives_the_same_run(reference_run: Path, tmp_path: Pat
     rundir = tmp_path / "killed"
     _kill_when(rundir, ready, stage)
     time.sleep(0.5)
-    assert not [p for p in os.popen("ps -eo args").read().splitlines() if str(rundir) in p and "hwtp_top" in p]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert not [p for p in ps.splitlines() if str(rundir) in p and "hwtp_top" in p]  # no orphaned simulator
     code, _, err = run_to_end(rundir)
     assert code == 0, err
     assert store_content(rundir) == store_content(reference_run)
