@@ -64,8 +64,7 @@ def check_config(store: Store, config: RunConfig, force: str | None) -> None:
             )
     store.reset_stages(STAGES[STAGES.index(force or "export") :])
     if force == "mutate":
-        with store.transaction() as c:
-            c.execute("DELETE FROM designs")
+        store.forget_designs()
     store.set_meta("config", new)
 
 
@@ -180,9 +179,8 @@ def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, o
         on_event("progress", design=name, stage="score", done=done, total=total)
         build = schemata_build(mutant_set)
 
-        def keep(result: EvalResult) -> None:
-            if store.put_evaluation(name, result.id, result.as_line()):
-                store.bump("simulations")
+        def keep(result: EvalResult) -> None:  # called from the simulator-watch threads
+            store.put_evaluation(name, result.id, result.as_line(), counter="simulations")
 
         def tick(n: int) -> None:
             nonlocal done
@@ -299,7 +297,7 @@ def _numbers(results: list[dict[str, Any]], zero: dict[str, Any] | None) -> dict
 
 def status(rundir: Path) -> dict[str, Any]:
     """Per design and stage: done/total and failures, plus the summary numbers."""
-    with open_store(rundir) as store:
+    with open_store(rundir, readonly=True) as store:
         raw = store.get_meta("config")
         if raw is None:
             raise StoreError(f"{rundir}: no run has started here")
@@ -318,7 +316,7 @@ def status(rundir: Path) -> dict[str, Any]:
                     "invalid": sum(1 for p in plans if p.record.get("error")),
                 },
                 "score": {
-                    "done": len(store.evaluations(name)),
+                    "done": store.evaluation_count(name),
                     "samples": len(samples),
                     "failures": sum(1 for s in samples if s["outcome"] in ("timeout", "error")),
                 },

@@ -4,6 +4,14 @@ WAL mode, parameterised queries only, a schema version with migrations, an appli
 that tells a foreign database from ours, and an exclusive lock file so two ``hwtp run``
 processes never share a folder. Every stage writes its output in transactions keyed by
 natural keys (``INSERT OR IGNORE``/``REPLACE``), so rerunning a stage is idempotent.
+
+Concurrency model: one process writes (the lock file), through one connection, and every
+statement and transaction on that connection is serialised by one re-entrant lock. The
+threads that watch simulators store results as they arrive, so they call in concurrently;
+the lock makes each call one whole transaction that no other thread can interleave with
+(``sqlite3`` connections shared between threads are not safe without it). Other processes
+(``hwtp status``) read through :func:`open_store` with ``readonly=True``: a read-only
+connection, no lock file, which WAL lets run beside the writer.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,24 +69,31 @@ class PlanRow:
 class Store:
     """An open run store. Use :func:`open_store` (a context manager holding the lock)."""
 
-    def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, root: Path, readonly: bool = False) -> None:
         self.conn = conn
         self.root = root
+        self.readonly = readonly
+        self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- plumbing
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        try:
-            with self.conn:
-                yield self.conn
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.root / DB_NAME}: {exc}") from exc
+        """One transaction, held under the store's lock (committed on success)."""
+        if self.readonly:
+            raise StoreError(f"{self.root / DB_NAME}: opened read-only")
+        with self._lock:
+            try:
+                with self.conn:
+                    yield self.conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.root / DB_NAME}: {exc}") from exc
 
     def _all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self.conn.execute(sql, args))
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.root / DB_NAME}: {exc}") from exc
+        with self._lock:
+            try:
+                return list(self.conn.execute(sql, args))
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.root / DB_NAME}: {exc}") from exc
 
     # ---------------------------------------------------------------- meta
     def get_meta(self, key: str) -> Any:
@@ -130,6 +146,11 @@ class Store:
                 if stage == "export":
                     c.execute("DELETE FROM exports")
 
+    def forget_designs(self) -> None:
+        """Forget every design's mutant set (``--force-new-stage mutate``)."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM designs")
+
     def stage_counts(self) -> dict[tuple[str, str], bool]:
         return {(d, s): True for d, s in self._all("SELECT design, stage FROM stages")}
 
@@ -177,14 +198,25 @@ class Store:
         return [PlanRow(d, s, int(k), p, json.loads(r)) for d, s, k, p, r in rows]
 
     # ---------------------------------------------------------------- evaluations
-    def put_evaluation(self, design: str, key: str, result: dict[str, Any]) -> bool:
-        """Store one evaluation result; False when it was already there."""
+    def put_evaluation(self, design: str, key: str, result: dict[str, Any], counter: str | None = None) -> bool:
+        """Store one evaluation result (and bump ``counter`` in the same transaction when it
+        is new); False when it was already there."""
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT OR IGNORE INTO evaluations (design, key, result) VALUES (?, ?, ?)",
                 (design, key, json.dumps(result, sort_keys=True)),
             )
-            return cur.rowcount == 1
+            fresh = cur.rowcount == 1
+            if fresh and counter:
+                c.execute(
+                    "INSERT INTO counters (name, value) VALUES (?, 1) "
+                    "ON CONFLICT(name) DO UPDATE SET value = value + 1",
+                    (counter,),
+                )
+            return fresh
+
+    def evaluation_count(self, design: str) -> int:
+        return int(self._all("SELECT COUNT(*) FROM evaluations WHERE design = ?", (design,))[0][0])
 
     def evaluations(self, design: str) -> dict[str, dict[str, Any]]:
         return {
@@ -261,9 +293,46 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
+def _quick_check(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged store before anything is written into it."""
+    try:
+        rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as exc:
+        rows = [str(exc)]
+    if rows != ["ok"]:
+        raise StoreError(
+            f"{path}: the run store is damaged ({'; '.join(map(str, rows))}); it was left untouched: "
+            "move the run folder aside and start a new one"
+        )
+
+
 @contextlib.contextmanager
-def open_store(root: Path) -> Iterator[Store]:
-    """Open (or create) the store of run folder ``root``, holding its exclusive lock."""
+def _open_readonly(root: Path) -> Iterator[Store]:
+    path = root / DB_NAME
+    if not path.is_file():
+        raise StoreError(f"{root}: no run store here ({DB_NAME} not found)")
+    _check_foreign(path)
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+        _quick_check(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: {exc}") from exc
+    try:
+        yield Store(conn, root, readonly=True)
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def open_store(root: Path, readonly: bool = False) -> Iterator[Store]:
+    """Open (or create) the store of run folder ``root``, holding its exclusive lock.
+
+    ``readonly=True`` opens an existing store for reading, without the lock, beside a run
+    that may be writing it (``hwtp status``)."""
+    if readonly:
+        with _open_readonly(root) as store:
+            yield store
+        return
     root.mkdir(parents=True, exist_ok=True)
     path = root / DB_NAME
     lock_path = root / LOCK_NAME
@@ -288,6 +357,7 @@ def open_store(root: Path) -> Iterator[Store]:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            _quick_check(conn, path)
             _migrate(conn, path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: {exc}") from exc
