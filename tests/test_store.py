@@ -1,0 +1,119 @@
+"""The run store under concurrency: simulator-watch threads write while others read, every
+evaluation is stored exactly once; a damaged store is refused; status reads beside a run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from hwtp.errors import StoreError
+from hwtp.store import DB_NAME, PlanRow, open_store
+
+HWTP = shutil.which("hwtp") or str(Path(sys.executable).with_name("hwtp"))
+
+
+def test_threads_store_every_evaluation_exactly_once(tmp_path: Path) -> None:
+    threads, per_thread = 8, 600
+    errors: list[BaseException] = []
+    with open_store(tmp_path / "run") as store:
+        store.put_plans([PlanRow("d", "golden", 0, "golden-s00", {"completion": "x"})])
+        start = threading.Barrier(threads + 2)
+
+        def writer(t: int) -> None:
+            try:
+                start.wait()
+                for i in range(per_thread):
+                    # every key is written twice, from two threads: stored once, counted once
+                    key = f"p{(t // 2) * per_thread + i}@golden"
+                    store.put_evaluation("d", key, {"id": key, "status": "pass", "t": t}, counter="simulations")
+                    if i % 50 == 0:
+                        store.bump("ticks")
+            except BaseException as exc:
+                errors.append(exc)
+
+        def reader() -> None:
+            try:
+                start.wait()
+                for _ in range(200):
+                    store.evaluations("d")
+                    store.plans("d")
+                    store.counters()
+            except BaseException as exc:
+                errors.append(exc)
+
+        workers = [threading.Thread(target=writer, args=(t,)) for t in range(threads)]
+        workers += [threading.Thread(target=reader) for _ in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert errors == []
+        unique = threads // 2 * per_thread
+        assert store.evaluation_count("d") == unique
+        assert len(store.evaluations("d")) == unique
+        counters = store.counters()
+        assert counters["simulations"] == unique
+        assert counters["ticks"] == threads * (per_thread // 50)
+
+
+def test_readonly_open_beside_a_writer_and_refuses_writes(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with open_store(root) as writer:
+        writer.set_meta("config", {"a": 1})
+        with open_store(root, readonly=True) as reader:  # no run lock taken
+            assert reader.get_meta("config") == {"a": 1}
+            writer.set_meta("config", {"a": 2})
+            assert reader.get_meta("config") == {"a": 2}
+            with pytest.raises(StoreError, match="read-only"):
+                reader.set_meta("config", {"a": 3})
+
+
+def test_readonly_open_of_a_missing_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no run store"), open_store(tmp_path, readonly=True):
+        pass
+
+
+def test_damaged_store_is_refused_before_writing(tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    with open_store(root) as store:
+        store.put_plans([PlanRow("d", "golden", k, f"golden-s{k:02d}", {"completion": "x" * 3000}) for k in range(64)])
+    db = root / DB_NAME
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) > 4 * page
+    for offset in range(2 * page, 2 * page + 200):  # scribble over a b-tree page header
+        data[offset] = 0xA5
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="damaged"), open_store(root):
+        pass
+    assert db.read_bytes() == before
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_back_to_back_multi_worker_runs_never_fail(tmp_path: Path) -> None:
+    """The README's main command shape with -j 2 and over a thousand evaluations, repeated:
+    zero failures and every evaluation stored exactly once (the full twenty-run soak is
+    ``bench/soak_run.py``)."""
+    for i in range(2):
+        rundir = tmp_path / f"r{i}"
+        proc = subprocess.run(
+            [HWTP, "run", "fifo_sync", "-o", str(rundir), "--states", "32", "-G", "16", "-j", "2"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tempfile.gettempdir(),
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        with open_store(rundir, readonly=True) as store:
+            assert store.evaluation_count("fifo_sync") == 1040
+            assert store.counters()["simulations"] == 1040
+            assert len(store.samples("fifo_sync")) == 33 * 16
