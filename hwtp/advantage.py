@@ -25,6 +25,7 @@ Scale = Literal["none", "group-std", "leave-one-out-std", "batch-std"]
 EpsilonMode = Literal["add", "where-positive"]
 Singleton = Literal["zero", "raw"]
 DType = Literal["float64", "float32"]
+Ceiling = Literal["relative", "raw"]
 GroupBy = Literal["state", "design", "batch"]
 Floats = npt.NDArray[np.float64]
 Codes = npt.NDArray[np.intp]
@@ -78,6 +79,12 @@ class AdvantageConfig:
     dtype: DType = "float64"
     """Dtype of the result; ``"float32"`` first rounds rewards to float32 as a trainer's tensors
     would hold them (group sums are still accumulated in float64)."""
+    ceiling: Ceiling = "relative"
+    """Where a group mixes states (grouping by design or batch): ``"relative"`` divides each
+    reward by its state's attainable maximum (the pass level on golden and on a proved
+    equivalent mutant, the detect level on other mutants), so the gap between states' ceilings
+    never becomes signal; ``"raw"`` uses rewards as scored. Groups of one state (``--group-by
+    state``, what trainers do per prompt) always use raw rewards."""
 
     def __post_init__(self) -> None:
         for name, kind in (
@@ -86,6 +93,7 @@ class AdvantageConfig:
             ("singleton", Singleton),
             ("epsilon_mode", EpsilonMode),
             ("dtype", DType),
+            ("ceiling", Ceiling),
         ):
             _one_of(name, getattr(self, name), get_args(kind))
         integer = isinstance(self.ddof, (int, np.integer)) and not isinstance(self.ddof, bool)
@@ -347,7 +355,22 @@ def _check_result(item: object, where: str) -> dict[str, Any]:
     reward = item.get("reward")
     if not _is_number(reward):
         raise _fail(f"{where}.reward", f"expected a finite number, got {reward!r}")
+    top = item.get("ceiling")
+    if top is not None and not (_is_number(top) and top > 0):
+        raise _fail(f"{where}.ceiling", f"expected a positive number, got {top!r}")
     return dict(item)
+
+
+def _levels(doc: Mapping[str, Any], where: str) -> tuple[float, float]:
+    """The (pass, detect) reward levels a score file was written with (defaults 1, 2)."""
+    levels = doc.get("rewards") or {}
+    if not isinstance(levels, Mapping):
+        raise _fail(f"{where}.rewards", f"expected an object, got {type(levels).__name__}")
+    passed, detect = levels.get("golden_pass", 1.0), levels.get("detect", 2.0)
+    for key, value in (("golden_pass", passed), ("detect", detect)):
+        if not (_is_number(value) and value > 0):
+            raise _fail(f"{where}.rewards.{key}", f"expected a positive number, got {value!r}")
+    return float(passed), float(detect)
 
 
 def flatten_scores(scores: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -366,8 +389,13 @@ def flatten_scores(scores: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> l
         results = doc.get("results")
         if not isinstance(results, list):
             raise _fail(f"{where}.results", f"expected a list, got {type(results).__name__}")
+        passed, detect = _levels(doc, where)
+        mutant_set = str(doc.get("mutant_set") or "")
         for j, item in enumerate(results):
-            records.append({"design": design, **_check_result(item, f"{where}.results[{j}]")})
+            rec = {"design": design, "mutant_set": mutant_set, **_check_result(item, f"{where}.results[{j}]")}
+            if rec.get("ceiling") is None:  # score files written before ceilings were recorded
+                rec["ceiling"] = passed if rec["state"] == "golden" else detect
+            records.append(rec)
     return records
 
 
@@ -392,9 +420,21 @@ def _advantages_of(
     records: list[dict[str, Any]], config: AdvantageConfig, by: GroupBy
 ) -> tuple[list[str], npt.NDArray[np.floating[Any]]]:
     ids = group_ids(records, by)
-    rewards = [rec["reward"] for rec in records]
+    rewards = relative_rewards(records) if config.ceiling == "relative" and by != "state" else None
+    raw = [rec["reward"] for rec in records]
     outcomes = [rec["outcome"] for rec in records]
-    return ids, compute_advantages(rewards, ids, config, outcomes)
+    return ids, compute_advantages(raw if rewards is None else rewards, ids, config, outcomes)
+
+
+def relative_rewards(records: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Each reward as a share of its state's attainable maximum (``ceiling``): 1.0 is a
+    perfect plan on any state, so mixing states in one group adds no signal of its own.
+
+    >>> relative_rewards([{"reward": 1, "ceiling": 1}, {"reward": 2, "ceiling": 2},
+    ...                   {"reward": 1, "ceiling": 2}, {"reward": 0, "ceiling": 2}])
+    [1.0, 1.0, 0.5, 0.0]
+    """
+    return [float(rec["reward"]) / float(rec["ceiling"]) for rec in records]
 
 
 def advantage_records(

@@ -17,6 +17,7 @@ from typing import Any
 from hwtp import yamlio
 from hwtp.errors import PlanError
 from hwtp.mutate import MutantSet
+from hwtp.mutantset import set_hash
 from hwtp.plan import extract_plan, to_data, validate
 from hwtp.planset import PLAN_INDEX
 from hwtp.policy import Generated, PlanRequest, Policy
@@ -26,7 +27,8 @@ from hwtp.score import GOLDEN
 
 @dataclass(frozen=True)
 class PlanRecord:
-    """One line of plans.jsonl."""
+    """One line of plans.jsonl. A sample is identified by (design, mutant set, state, plan):
+    plan ids (``golden-s00``, ``m0001-s02``) repeat in every design and are never a key alone."""
 
     plan: str
     state: str
@@ -36,10 +38,14 @@ class PlanRecord:
     prompt: list[dict[str, str]]
     generated: Generated
     error: str | None
+    design: str = ""
+    mutant_set: str = ""
 
     def as_json(self) -> dict[str, Any]:
         g = self.generated
         return {
+            "design": self.design,
+            "mutant_set": self.mutant_set,
             "plan": self.plan,
             "state": self.state,
             "sample": self.sample,
@@ -73,6 +79,7 @@ def plan_states(
     requests = state_requests(mutant_set, states, templates)
     generated = policy.generate(requests, samples)
     params = policy.parameters()
+    design, hash_ = mutant_set.design.name, set_hash(mutant_set)
     records = []
     for request, row in zip(requests, generated, strict=True):
         for g in row:
@@ -92,6 +99,8 @@ def plan_states(
                     request.messages,
                     g,
                     error,
+                    design,
+                    hash_,
                 )
             )
     return records

@@ -196,7 +196,7 @@ def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, o
         workdir.parent.rmdir()  # the work folder, once empty
     results = {k: EvalResult.from_line(v) for k, v in store.evaluations(name).items()}
     samples = assemble(prepared, results, RewardLevels())
-    store.put_samples(name, [(s.plan, s.state, s.outcome.value, s.reward, s.detail) for s in samples])
+    store.put_samples(name, [(s.plan, s.state, s.outcome.value, s.reward, s.detail, s.ceiling) for s in samples])
     return seconds
 
 
@@ -204,7 +204,9 @@ def score_docs(store: Store, designs: list[str]) -> list[dict[str, Any]]:
     docs = []
     for d in designs:
         row = store.design_row(d) or {}
-        results = [{k: s[k] for k in ("plan", "state", "outcome", "reward", "detail")} for s in store.samples(d)]
+        results = [
+            {k: s[k] for k in ("plan", "state", "outcome", "reward", "ceiling", "detail")} for s in store.samples(d)
+        ]
         docs.append(
             {
                 "design": d,
@@ -229,7 +231,7 @@ def advantage_stage(store: Store, designs: list[str], config: RunConfig) -> list
 
 
 def export_stage(store: Store, designs: list[str], config: RunConfig, records: list[dict[str, Any]]) -> None:
-    plans = {row.plan: row.record for d in designs for row in store.plans(d)}
+    plans = {(row.design, row.plan): row.record for d in designs for row in store.plans(d)}
     metadata = {"preset": config.preset, "group_by": config.group_by, "seed": config.seed, "policy": config.policy}
     rows = base_records(records, plans, metadata)
     for fmt in config.formats:

@@ -71,6 +71,7 @@ class SampleResult:
     outcome: Outcome
     reward: float
     detail: dict[str, Any] | None = None
+    ceiling: float | None = None  # the best reward attainable on this state
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +79,7 @@ class SampleResult:
             "state": self.state,
             "outcome": self.outcome.value,
             "reward": self.reward,
+            "ceiling": self.ceiling,
             "detail": self.detail,
         }
 
@@ -179,11 +181,39 @@ class Prepared:
     errors: dict[str, str]
     evaluations: dict[str, Evaluation]
     states: tuple[str, ...]
+    equivalent: frozenset[str] = frozenset()  # states proved equivalent: passing is their best
+
+
+def ceiling(state: str, equivalent: frozenset[str] | set[str], rewards: RewardLevels) -> float:
+    """The best reward a plan can get on ``state``: the pass level on golden and on a mutant
+    proved equivalent (no plan can detect it), the detect level on any other mutant."""
+    return rewards.golden_pass if state == GOLDEN or state in equivalent else rewards.detect
+
+
+def check_identity(plans: Sequence[PlanInput], mutant_set: MutantSet) -> None:
+    """Refuse plans that ``hwtp plan`` wrote for another design or another mutant set: their
+    state names (``golden``, ``m0001``) mean other RTL there."""
+    name, hash_ = mutant_set.design.name, None
+    for p in plans:
+        meta = p.meta or {}
+        if meta.get("design") and meta["design"] != name:
+            raise ScoreError(
+                f"{p.source or p.id}: plan {p.id} was written for design {meta['design']!r}, "
+                f"but the mutant set is of design {name!r}"
+            )
+        if meta.get("mutant_set"):
+            hash_ = hash_ or set_hash(mutant_set)
+            if meta["mutant_set"] != hash_:
+                raise ScoreError(
+                    f"{p.source or p.id}: plan {p.id} was written for mutant set {meta['mutant_set'][:12]} "
+                    f"of {name}, not this one ({hash_[:12]}); plan again for this mutant set"
+                )
 
 
 def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig) -> Prepared:
     """Validate and compile every plan; list the evaluations (each golden one shared)."""
     design = mutant_set.design
+    check_identity(plans, mutant_set)
     states = _states(mutant_set, config.states)
     index = {GOLDEN: 0} | dict(states) | {m.id: m.index for m in mutant_set.valid}
     pairs = samples(plans, states, config.full_matrix)
@@ -207,20 +237,23 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
         for s in (GOLDEN, state):
             key = f"{p.id}@{s}"
             wanted.setdefault(key, Evaluation(key, ops, index[s], cycles=cycles))
-    return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states))
+    equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == "equivalent")
+    return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states), equivalent)
 
 
 def assemble(prepared: Prepared, results: dict[str, EvalResult], rewards: RewardLevels) -> list[SampleResult]:
     """Samples' outcomes and rewards from the evaluation results."""
     out = []
     for p, state in prepared.pairs:
+        top = ceiling(state, prepared.equivalent, rewards)
         if p.id in prepared.errors:
-            out.append(SampleResult(p.id, state, Outcome.INVALID, rewards.invalid, {"reason": prepared.errors[p.id]}))
+            reason = {"reason": prepared.errors[p.id]}
+            out.append(SampleResult(p.id, state, Outcome.INVALID, rewards.invalid, reason, top))
             continue
         golden = results[f"{p.id}@{GOLDEN}"]
         other = None if state == GOLDEN else results[f"{p.id}@{state}"]
         outcome, reward, detail = _outcome(golden, other, rewards)
-        out.append(SampleResult(p.id, state, outcome, reward, detail))
+        out.append(SampleResult(p.id, state, outcome, reward, detail, top))
     return out
 
 

@@ -32,7 +32,7 @@ from hwtp.errors import StoreError
 DB_NAME = "run.db"
 LOCK_NAME = "run.lock"
 APPLICATION_ID = 0x48575450  # "HWTP"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,7 +54,9 @@ CREATE TABLE advantages (design TEXT NOT NULL, plan TEXT NOT NULL, state TEXT NO
 CREATE TABLE exports (format TEXT PRIMARY KEY, manifest TEXT NOT NULL);
 CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+# v2: each sample records its state's attainable maximum (the reward ceiling).
+_SCHEMA_V2 = "ALTER TABLE samples ADD COLUMN ceiling REAL;"
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 @dataclass(frozen=True)
@@ -224,26 +226,36 @@ class Store:
         }
 
     # ---------------------------------------------------------------- samples and advantages
-    def put_samples(self, design: str, rows: Sequence[tuple[str, str, str, float, Any]]) -> None:
+    def put_samples(self, design: str, rows: Sequence[tuple[str, str, str, float, Any, float | None]]) -> None:
+        """Replace ``design``'s samples: (plan, state, outcome, reward, detail, ceiling) rows."""
         with self.transaction() as c:
             c.execute("DELETE FROM samples WHERE design = ?", (design,))
             c.executemany(
-                "INSERT INTO samples (design, plan, state, outcome, reward, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO samples (design, plan, state, outcome, reward, detail, ceiling) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (design, p, s, o, r, json.dumps(d, sort_keys=True) if d is not None else None)
-                    for p, s, o, r, d in rows
+                    (design, p, s, o, r, json.dumps(d, sort_keys=True) if d is not None else None, top)
+                    for p, s, o, r, d, top in rows
                 ],
             )
             self.finish_stage(design, "score", c)
 
     def samples(self, design: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT design, plan, state, outcome, reward, detail FROM samples"
+        sql = "SELECT design, plan, state, outcome, reward, detail, ceiling FROM samples"
         rows = self._all(
             sql + (" WHERE design = ?" if design else "") + " ORDER BY design, plan, state", (design,) if design else ()
         )
         return [
-            {"design": d, "plan": p, "state": s, "outcome": o, "reward": r, "detail": json.loads(x) if x else None}
-            for d, p, s, o, r, x in rows
+            {
+                "design": d,
+                "plan": p,
+                "state": s,
+                "outcome": o,
+                "reward": r,
+                "ceiling": top,
+                "detail": json.loads(x) if x else None,
+            }
+            for d, p, s, o, r, x, top in rows
         ]
 
     def put_advantages(self, rows: Sequence[tuple[str, str, str, str, float]], designs: Sequence[str]) -> None:

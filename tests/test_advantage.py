@@ -327,10 +327,61 @@ def test_advantage_records_add_group_and_advantage() -> None:
     assert len(out) == 12
     assert out[4]["state"] == "m0001" and out[4]["group"] == "fifo_sync"
     assert out[4]["design"] == "fifo_sync" and out[4]["detail"] == {}
-    assert out[4]["advantage"] == pytest.approx(1 / np.std([2] + [1] * 11, ddof=1), rel=1e-5)
+    # relative rewards: golden 1 x4 (perfect), m0001 [1, .5, .5, .5], m0002 .5 x4
+    relative = np.array([1.0] * 5 + [0.5] * 7)
+    others = (relative.sum() - 1.0) / 11
+    assert out[4]["advantage"] == pytest.approx((1.0 - others) / np.std(relative, ddof=1), rel=1e-5)
+    assert out[4]["ceiling"] == 2.0 and out[0]["ceiling"] == 1.0
+    assert all(rec["advantage"] > 0 for rec in out[:4])  # perfect golden plans are pushed up
     assert all(isinstance(rec["advantage"], float) for rec in out)
     by_state = advantage_records(_scores(), PRESETS["grpo-smu"], by="state")
     assert [rec["advantage"] for rec in by_state[:4]] == [0.0] * 4
+    raw = advantage_records(_scores(), preset("grpo-smu", ceiling="raw"), by="design")  # the old rule
+    assert raw[4]["advantage"] == pytest.approx(1 / np.std([2] + [1] * 11, ddof=1), rel=1e-5)
+
+
+def _perfect(design: str, states: int, samples: int, golden_pass: float = 1.0, detect: float = 2.0) -> dict[str, Any]:
+    """Every plan perfect on its own state: passes golden, detects every mutant."""
+    rows = [
+        {"plan": f"{state}-s{k:02d}", "state": state, "outcome": "passed" if state == "golden" else "detected",
+         "reward": golden_pass if state == "golden" else detect}
+        for state in ["golden", *(f"m{i:04d}" for i in range(1, states + 1))]
+        for k in range(samples)
+    ]
+    return {"design": design, "rewards": {"invalid": 0, "golden_pass": golden_pass, "detect": detect},
+            "results": rows}
+
+
+DESIGN_GROUPINGS = [(name, by) for name in sorted(PRESETS) for by in ("design", "batch")]
+
+
+@pytest.mark.parametrize(("name", "by"), DESIGN_GROUPINGS)
+def test_perfect_plans_get_no_advantage_from_their_state_ceiling(name: str, by: str) -> None:
+    docs = [_perfect("fifo_sync", 4, 3), _perfect("adder", 2, 4, golden_pass=1.0, detect=3.0)]
+    out = advantage_records(docs, preset(name), by=by)  # type: ignore[arg-type]
+    assert [rec["advantage"] for rec in out] == [0.0] * len(out)
+
+
+@pytest.mark.parametrize(("name", "by"), DESIGN_GROUPINGS)
+def test_a_perfect_golden_plan_is_never_pushed_down(name: str, by: str) -> None:
+    doc = _perfect("fifo_sync", 3, 4)
+    for k, rec in enumerate(doc["results"]):  # imperfect plans on mutants: missed, or invalid
+        if rec["state"] != "golden" and k % 3:
+            rec.update(outcome="passed", reward=1.0) if k % 2 else rec.update(outcome="invalid", reward=0.0)
+    out = advantage_records(doc, preset(name), by=by)  # type: ignore[arg-type]
+    golden = [rec["advantage"] for rec in out if rec["state"] == "golden"]
+    assert golden and min(golden) >= 0.0
+    missed = [rec["advantage"] for rec in out if rec["outcome"] == "passed" and rec["state"] != "golden"]
+    assert missed and max(missed) < 0.0  # a plan that misses the bug is below the perfect ones
+
+
+def test_proved_equivalent_mutant_ceiling_is_the_pass_level() -> None:
+    doc = _perfect("fifo_sync", 2, 2)
+    for rec in doc["results"]:
+        if rec["state"] == "m0002":  # proved equivalent: passing is the best any plan can do
+            rec.update(outcome="passed", reward=1.0, ceiling=1.0)
+    out = advantage_records(doc, PRESETS["grpo-smu"], by="design")
+    assert [rec["advantage"] for rec in out] == [0.0] * len(out)
 
 
 def test_summary_state_vs_design() -> None:

@@ -61,6 +61,12 @@ def advantage_options(func: Any) -> Any:
             click.option("--singleton", type=click.Choice(["zero", "raw"])),
             click.option("--exclude-outcomes", help="Comma-separated outcomes left out of the statistics."),
             click.option("--dtype", type=click.Choice(["float64", "float32"])),
+            click.option(
+                "--ceiling",
+                type=click.Choice(["relative", "raw"]),
+                help="Groups that mix states (design, batch): relative (default) divides each reward by its "
+                "state's attainable maximum, so golden's lower ceiling is never signal; raw: rewards as scored.",
+            ),
         ]
     ):
         func = option(func)
@@ -91,16 +97,35 @@ def advantage_command(
     click.echo(describe_zero_share(summary))
 
 
-def _plan_records(folders: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
-    plans: dict[str, dict[str, Any]] = {}
+def _plan_records(folders: tuple[Path, ...]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every plan record of the ``hwtp plan`` folders, keyed by (design, plan id)."""
+    plans: dict[tuple[str, str], dict[str, Any]] = {}
+    where: dict[tuple[str, str], str] = {}
     for folder in folders:
         index = folder / PLAN_INDEX
         if not index.is_file():
             raise ConfigError(f"--plans {folder}: no {PLAN_INDEX} (not an hwtp plan folder)")
-        for line in index.read_text(encoding="utf-8").splitlines():
-            if line.strip():
+        try:
+            lines = index.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{index}: cannot read: {exc}") from exc
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
                 record = json.loads(line)
-                plans[str(record["plan"])] = record
+                key = (str(record["design"]), str(record["plan"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(
+                    f"{index}:{lineno}: not a plan record with 'design' and 'plan' ({exc}); "
+                    "plans written by an older hwtp lack 'design': run hwtp plan again"
+                ) from exc
+            if key in plans:
+                raise ConfigError(
+                    f"{index}:{lineno}: plan {key[1]} of design {key[0]} is also in {where[key]}; "
+                    "give each design's plan folder once"
+                )
+            plans[key], where[key] = record, f"{index}:{lineno}"
     return plans
 
 
