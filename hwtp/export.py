@@ -2,22 +2,29 @@
 
 Formats (README, "Export formats"):
 
-- ``jsonl``: the base record of DESIGN.md, one line per (state, plan) sample: ``prompt``
-  (chat messages exactly as sent), ``completion`` (exactly as received), ``reward``,
-  ``advantage``, ``group``, ``design``, ``state``, ``plan``, ``outcome``, plus run metadata;
+- ``jsonl``: the base record, one line per (state, plan) sample: ``prompt`` (chat messages
+  exactly as sent), ``completion`` (exactly as received), ``reward``, ``advantage``,
+  ``group``, ``design``, ``state``, ``plan``, ``outcome``, plus run metadata;
 - ``parquet``: the same records (needs the ``parquet`` extra: pyarrow);
-- ``trl``, ``verl``, ``openrlhf``, ``nemo-rl``: prompt datasets for online trainers, one row
-  per state, whose ground truth names what a reward function needs to score a completion
-  later (design, state, mutant set hash), never the answer.
+- ``trl`` (GRPO, prompt-only conversational), ``verl`` (RLHFDataset parquet), ``openrlhf``
+  (PromptDataset), ``nemo-rl`` (ResponseDataset): prompt datasets for online trainers, one
+  row per (design, state) prompt, whose ground truth names what a reward function needs to
+  score a completion later (design, state, mutant set hash), never the answer;
+- ``trl-sft``: conversational prompt-completion pairs of the plans worth imitating: reward
+  at their state's attainable maximum (``detected`` on a mutant, ``passed`` on golden or an
+  equivalent mutant), never a timeout or error.
 
-``--batch-size N`` writes shards that never cut a group in half, and a manifest with each
-shard's record count and sha256.
+Layout: ``OUT/manifest.json`` beside ``OUT/data/train-NNNNN-of-MMMMM.{jsonl,parquet}``, so
+that ``datasets.load_dataset(OUT)`` and ``load_dataset(OUT/data)`` read the shards and never
+the manifest. ``--batch-size N`` shards never cut a group in half; the manifest has each
+shard's record count and sha256, and the prompt lengths (characters and estimated tokens).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,7 +34,17 @@ from typing import Any
 from hwtp import __version__
 from hwtp.errors import ConfigError
 
-FORMATS = ("jsonl", "parquet", "trl", "verl", "openrlhf", "nemo-rl")
+FORMATS = ("jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl")
+# verl reads .parquet (or .json) files only; the other trainers read JSON lines through `datasets`.
+_SUFFIX = {"parquet": "parquet", "verl": "parquet"}
+DATA_DIR = "data"
+# Plans worth imitating (trl-sft) in records without a ceiling: the best outcome on the state.
+_BEST_OUTCOME = {True: "passed", False: "detected"}  # keyed by "state is golden"
+# Token estimate for prompt lengths: one token per 3 characters (code and spec text run at
+# 3-4 characters per token in BPE vocabularies, so this errs high) plus 8 per message for
+# the chat template's role markers.
+CHARS_PER_TOKEN = 3.0
+TOKENS_PER_MESSAGE = 8
 _ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)+([\w.+-]+)")
 
 
@@ -89,36 +106,125 @@ def ground_truth(record: dict[str, Any]) -> dict[str, Any]:
     return {"design": record["design"], "state": record["state"], "mutant_set": record["mutant_set"]}
 
 
+def _truth_text(record: dict[str, Any]) -> str:
+    return json.dumps(ground_truth(record), sort_keys=True)
+
+
+def imitable(record: dict[str, Any]) -> bool:
+    """A plan worth imitating (``trl-sft``): its reward is its state's attainable maximum (``ceiling``:
+    the detect level on a mutant, the pass level on golden or an equivalent mutant); never an
+    indeterminate (timeout, error) sample."""
+    if record.get("indeterminate") or record.get("completion") is None or record.get("reward") is None:
+        return False
+    if record.get("ceiling") is not None:  # the state's attainable maximum, as scored
+        return bool(record["reward"] >= record["ceiling"])
+    return bool(record["outcome"] == _BEST_OUTCOME[record["state"] == "golden"])
+
+
+def _needs_prompt(record: dict[str, Any]) -> None:
+    if record["prompt"] is None:
+        raise ConfigError(
+            f"plan {record['plan']} has no stored prompt: trainer formats need plans from `hwtp plan` "
+            "(pass --plans PLANDIR) or a run folder"
+        )
+
+
+def _nemo_split(prompt: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """(system, user) of a prompt: NeMo-RL's ResponseDataset holds one user turn, the system prompt is a file."""
+    roles = [m.get("role") for m in prompt]
+    if roles == ["user"]:
+        return None, str(prompt[0]["content"])
+    if roles == ["system", "user"]:
+        return str(prompt[0]["content"]), str(prompt[1]["content"])
+    raise ConfigError(f"nemo-rl: a prompt must be [system, user] or [user] messages, not {roles}")
+
+
 def prompt_rows(records: Sequence[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
-    """One row per (design, state) prompt, shaped for the trainer ``fmt``."""
+    """Rows shaped for the trainer ``fmt``: one per (design, state) prompt; ``trl-sft``: one per imitable plan."""
+    for r in records:
+        _needs_prompt(r)
+    if fmt == "trl-sft":
+        pairs: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for r in records:
+            if imitable(r):
+                pairs.setdefault((r["design"], r["state"], r["completion"]), r)
+        return [
+            {"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["completion"]}]}
+            for r in pairs.values()
+        ]
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for r in records:
-        if r["prompt"] is None:
-            raise ConfigError(
-                f"plan {r['plan']} has no stored prompt: trainer formats need plans from `hwtp plan` "
-                "(pass --plans PLANDIR) or a run folder"
-            )
         seen.setdefault((r["design"], r["state"]), r)
     rows = []
-    for r in seen.values():
+    for index, r in enumerate(seen.values()):
         truth = ground_truth(r)
         if fmt == "trl":
-            rows.append({"prompt": r["prompt"], "design": r["design"], "state": r["state"], "ground_truth": truth})
+            # GRPOTrainer passes every column but prompt/completion to reward functions as keyword lists
+            rows.append({"prompt": r["prompt"], "ground_truth": truth, "design": r["design"], "state": r["state"]})
         elif fmt == "verl":
             rows.append(
                 {
                     "data_source": f"hwtp/{r['design']}",
                     "prompt": r["prompt"],
                     "ability": "hardware-test-planning",
-                    "reward_model": {"style": "rule", "ground_truth": json.dumps(truth, sort_keys=True)},
-                    "extra_info": {"design": r["design"], "state": r["state"], "group": r["group"]},
+                    "reward_model": {"style": "rule", "ground_truth": truth},
+                    "extra_info": {"index": index, "split": "train", **truth},
                 }
             )
         elif fmt == "openrlhf":
-            rows.append({"input": r["prompt"], "label": json.dumps(truth, sort_keys=True)})
-        else:  # nemo-rl
-            rows.append({"input": r["prompt"], "output": json.dumps(truth, sort_keys=True), "task_name": "hwtp"})
+            # PromptDataset: input (chat messages with --data.apply_chat_template), label (a string per row)
+            rows.append({"input": r["prompt"], "label": _truth_text(r), "datasource": "hwtp"})
+        elif fmt == "nemo-rl":
+            # ResponseDataset: input/output strings -> messages [user, assistant]; math_hf_data_processor
+            # hands the assistant turn to the environment as extra_env_info["ground_truth"]
+            _, user = _nemo_split(r["prompt"])
+            rows.append({"input": user, "output": _truth_text(r)})
+        else:
+            raise ConfigError(f"--format {fmt!r} is not a prompt dataset")
     return rows
+
+
+def nemo_system_prompt(records: Sequence[dict[str, Any]]) -> str | None:
+    """The one system prompt of a NeMo-RL export (its ``system_prompt_file``), or None."""
+    systems = {_nemo_split(r["prompt"])[0] for r in records if r["prompt"] is not None}
+    if len(systems) > 1:
+        raise ConfigError("nemo-rl: the prompts have different system messages; NeMo-RL takes one system_prompt_file")
+    return next(iter(systems), None)
+
+
+def _chars(prompt: Any) -> int:
+    return sum(len(str(m.get("content", ""))) for m in prompt) if isinstance(prompt, list) else len(str(prompt))
+
+
+def estimate_tokens(prompt: Any) -> int:
+    """Upper-side token estimate of a prompt (see ``CHARS_PER_TOKEN``)."""
+    messages = len(prompt) if isinstance(prompt, list) else 1
+    return math.ceil(_chars(prompt) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages
+
+
+def _percentile(values: list[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]  # nearest rank
+
+
+def prompt_lengths(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Lengths of the distinct (design, state) prompts: characters and estimated tokens, max/p50/p95."""
+    prompts: dict[tuple[str, str], Any] = {}
+    for r in records:
+        if r.get("prompt") is not None:
+            prompts.setdefault((r["design"], r["state"]), r["prompt"])
+    if not prompts:
+        return None
+    chars = [_chars(p) for p in prompts.values()]
+    tokens = [estimate_tokens(p) for p in prompts.values()]
+    return {
+        "prompts": len(prompts),
+        "chars": {"max": max(chars), "p50": _percentile(chars, 0.5), "p95": _percentile(chars, 0.95)},
+        "tokens_estimate": {"max": max(tokens), "p50": _percentile(tokens, 0.5), "p95": _percentile(tokens, 0.95)},
+        "estimator": f"ceil(chars / {CHARS_PER_TOKEN}) + {TOKENS_PER_MESSAGE} per message",
+        # the smallest multiple of 256 that holds every prompt: each trainer's prompt-length setting
+        "max_prompt_length": 256 * math.ceil(max(tokens) / 256),
+    }
 
 
 def shard(records: Sequence[dict[str, Any]], batch_size: int | None, key: str = "group") -> list[list[dict[str, Any]]]:
@@ -140,40 +246,51 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
-def _parquet(rows: list[dict[str, Any]], path: Path) -> None:
+def _parquet(rows: list[dict[str, Any]], path: Path, nested: bool) -> None:
+    """Parquet shard; ``nested``: lists and dicts as Arrow lists and structs, else as JSON text."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise ConfigError("parquet output needs pyarrow: pip install 'hwtp[parquet]'") from exc
-    table = pa.Table.from_pylist([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()}
-                                  for r in rows])
-    pq.write_table(table, path)
+    if not nested:
+        rows = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
+    pq.write_table(pa.Table.from_pylist(rows), path)
 
 
 def write_export(records: Sequence[dict[str, Any]], options: ExportOptions, out: Path) -> Path:
-    """Write the export; returns the manifest path. ``out`` is a folder."""
-    rows = list(records) if options.format in ("jsonl", "parquet") else prompt_rows(records, options.format)
-    key = "group" if options.format in ("jsonl", "parquet") else "_none"
-    out.mkdir(parents=True, exist_ok=True)
-    suffix = "parquet" if options.format == "parquet" else "jsonl"
+    """Write the export; returns the manifest path. ``out`` is a folder: ``manifest.json`` and ``data/``."""
+    base = options.format in ("jsonl", "parquet")
+    rows = list(records) if base else prompt_rows(records, options.format)
+    key = "group" if base else "_none"
+    data = out / DATA_DIR
+    data.mkdir(parents=True, exist_ok=True)
+    suffix = _SUFFIX.get(options.format, "jsonl")
+    parts = shard(rows, options.batch_size, key)
     entries: list[dict[str, Any]] = []
-    for i, part in enumerate(shard(rows, options.batch_size, key)):
-        path = out / f"{options.format}-{i:05d}.{suffix}"
+    for i, part in enumerate(parts):
+        # the Hub's split naming: datasets.load_dataset(out) reads these as split "train", not the manifest
+        path = data / f"train-{i:05d}-of-{len(parts):05d}.{suffix}"
         if suffix == "parquet":
-            _parquet(part, path)
+            _parquet(part, path, nested=not base)
         else:
             path.write_bytes(_jsonl(part))
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         groups = len({r.get("group") for r in part}) if key == "group" else None
-        entries.append({"file": path.name, "records": len(part), "groups": groups, "sha256": digest})
+        entries.append({"file": f"{DATA_DIR}/{path.name}", "records": len(part), "groups": groups, "sha256": digest})
     manifest = {
         "format": options.format,
         "hwtp_version": __version__,
         "records": sum(e["records"] for e in entries),
         "shards": entries,
+        "prompt_length": prompt_lengths(records),
         "metadata": dict(options.metadata),
     }
+    if options.format == "nemo-rl":
+        system = nemo_system_prompt(records)
+        if system is not None:
+            (out / "system_prompt.txt").write_text(system, encoding="utf-8")
+            manifest["system_prompt_file"] = "system_prompt.txt"
     path = out / "manifest.json"
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path

@@ -28,7 +28,8 @@ def _scores(tmp_path: Path, designs: int = 2, states: int = 4, plans: int = 3) -
                 reason = "/home/alice/secret/plan.yaml:3: bad" if outcome == "golden_fail" else None
                 results.append({"plan": plan_id, "state": state, "outcome": outcome, "reward": reward,
                                 "detail": {"reason": reason} if reason else None})
-                index.append({"plan": plan_id, "state": state, "sample": p, "policy": "random", "model": "m",
+                index.append({"design": f"design{d}", "mutant_set": f"hash{d}", "plan": plan_id, "state": state,
+                              "sample": p, "policy": "random", "model": "m",
                               "prompt": [{"role": "system", "content": "sys"},
                                          {"role": "user", "content": f"spec {d} {state}"}],
                               "completion": f"tests: []  # {plan_id}", "error": None})
@@ -46,9 +47,15 @@ def _read(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     manifest = json.loads((folder / "manifest.json").read_text())
     rows = []
     for entry in manifest["shards"]:
+        assert entry["file"].startswith("data/")  # the manifest sits beside the shards, never among them
         data = (folder / entry["file"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
-        part = [json.loads(line) for line in data.decode().splitlines()]
+        if entry["file"].endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            part = pq.read_table(folder / entry["file"]).to_pylist()
+        else:
+            part = [json.loads(line) for line in data.decode().splitlines()]
         assert len(part) == entry["records"]
         rows.extend(part)
     return manifest, rows
@@ -90,23 +97,60 @@ def test_advantage_command_prints_both_groupings(run_cli: Any, tmp_path: Path) -
 
 @pytest.mark.parametrize("fmt", ["trl", "verl", "openrlhf", "nemo-rl"])
 def test_trainer_prompt_datasets(run_cli: Any, tmp_path: Path, fmt: str) -> None:
+    if fmt == "verl":
+        pytest.importorskip("pyarrow")
     scores, plans = _scores(tmp_path)
     code, _, err = run_cli("export", scores, "--plans", plans, "--format", fmt, "-o", tmp_path / fmt)
     assert code == 0, err
-    _, rows = _read(tmp_path / fmt)
+    manifest, rows = _read(tmp_path / fmt)
     assert len(rows) == 8  # one per (design, state) prompt
+    assert manifest["prompt_length"]["prompts"] == 8
     for row in rows:
         if fmt == "trl":
             assert row["prompt"][1]["role"] == "user" and row["ground_truth"]["mutant_set"].startswith("hash")
         elif fmt == "verl":
-            truth = json.loads(row["reward_model"]["ground_truth"])
-            assert set(truth) == {"design", "state", "mutant_set"}
-            assert row["data_source"].startswith("hwtp/") and "state" in row["extra_info"]
+            assert set(row["reward_model"]["ground_truth"]) == {"design", "state", "mutant_set"}
+            assert row["data_source"].startswith("hwtp/") and row["extra_info"]["state"] == row["reward_model"][
+                "ground_truth"]["state"]
         elif fmt == "openrlhf":
-            assert set(row) == {"input", "label"} and json.loads(row["label"])["state"]
+            assert set(row) == {"input", "label", "datasource"} and json.loads(row["label"])["state"]
         else:
-            assert json.loads(row["output"])["design"].startswith("design")
+            assert set(row) == {"input", "output"} and json.loads(row["output"])["design"].startswith("design")
+            assert row["input"].startswith("spec ")
         assert "tests:" not in json.dumps(row)  # the ground truth is not the answer
+    if fmt == "verl":
+        assert sorted(r["extra_info"]["index"] for r in rows) == list(range(8))
+    if fmt == "nemo-rl":
+        assert (tmp_path / fmt / "system_prompt.txt").read_text() == "sys"
+
+
+def test_sft_pairs_are_the_plans_worth_imitating(run_cli: Any, tmp_path: Path) -> None:
+    scores, plans = _scores(tmp_path)
+    code, _, err = run_cli("export", scores, "--plans", plans, "--format", "trl-sft", "-o", tmp_path / "sft")
+    assert code == 0, err
+    _, rows = _read(tmp_path / "sft")
+    docs = json.loads(scores.read_text())
+    best = {(d["design"], r["plan"]) for d in docs for r in d["results"]
+            if r["outcome"] == ("passed" if r["state"] == "golden" else "detected")}
+    assert rows and len(rows) == len(best)
+    for row in rows:
+        assert set(row) == {"prompt", "completion"} and row["prompt"][0]["role"] == "system"
+        assert [m["role"] for m in row["completion"]] == ["assistant"]
+        plan_id = row["completion"][0]["content"].split("# ")[1]
+        assert any(p == plan_id for _, p in best)
+
+
+def test_prompt_length_statistics() -> None:
+    from hwtp.export import estimate_tokens, prompt_lengths
+
+    records = [{"design": "d", "state": f"s{i}", "prompt": [{"role": "user", "content": "x" * (30 * (i + 1))}]}
+               for i in range(20)]
+    stats = prompt_lengths(records + records)  # repeated prompts count once
+    assert stats is not None and stats["prompts"] == 20
+    assert stats["chars"] == {"max": 600, "p50": 300, "p95": 570}
+    assert stats["tokens_estimate"]["max"] == estimate_tokens(records[-1]["prompt"]) == 200 + 8
+    assert stats["max_prompt_length"] == 256
+    assert prompt_lengths([{"design": "d", "state": "s", "prompt": None}]) is None
 
 
 def test_trainer_format_needs_prompts(run_cli: Any, tmp_path: Path) -> None:
@@ -120,7 +164,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     rows = [{"prompt": [{"role": "user", "content": "x"}], "reward": 1.0, "advantage": 0.5, "group": "g",
              "design": "d", "state": "golden", "plan": "p", "outcome": "passed"}]
     write_export(rows, ExportOptions("parquet"), tmp_path / "pq")
-    table = pq.read_table(tmp_path / "pq" / "parquet-00000.parquet").to_pylist()
+    table = pq.read_table(tmp_path / "pq" / "data" / "train-00000-of-00001.parquet").to_pylist()
     assert table[0]["reward"] == 1.0 and json.loads(table[0]["prompt"])[0]["content"] == "x"
 
 

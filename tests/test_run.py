@@ -91,7 +91,7 @@ pytestmark = pytest.mark.sim
 def test_exports_match_the_stage_by_stage_commands(reference_run: Path, tmp_path: Path, run_cli: Any) -> None:
     exported = [
         json.loads(line)
-        for f in sorted((reference_run / "export" / "jsonl").glob("*.jsonl"))
+        for f in sorted((reference_run / "export" / "jsonl" / "data").glob("*.jsonl"))
         for line in f.read_text().splitlines()
     ]
     assert {r["design"] for r in exported} == set(DESIGNS)
