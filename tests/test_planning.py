@@ -130,7 +130,8 @@ def test_openai_policy_end_to_end_with_cache_and_replay(
     code, _, err = run_cli("export", tmp_path / "s.json", "--plans", tmp_path / "p1", "-o", tmp_path / "x",
                            "--batch-size", "1")
     assert code == 0, err
-    lines = [json.loads(x) for f in sorted((tmp_path / "x" / "data").glob("*.jsonl")) for x in f.read_text().splitlines()]
+    shards = sorted((tmp_path / "x" / "data").glob("*.jsonl"))
+    lines = [json.loads(x) for f in shards for x in f.read_text().splitlines()]
     by_plan = {r["plan"]: r for r in records}
     for line in lines:
         assert line["prompt"] == by_plan[line["plan"]]["prompt"]
