@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hwtp import yamlio
-from hwtp.design import Clock, Design, Port, Reset, SourceFile, load_design
+from hwtp.design import Clock, Design, Port, Reset, SourceFile, check_trusted, load_design
 from hwtp.errors import ConfigError, DesignError
 
 CONFIG_NAME = "hwtp.yaml"
@@ -117,11 +117,19 @@ class CiConfig:
         for rel in self.sources:
             path = self.root / rel
             try:
-                texts.append(SourceFile(rel, path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise DesignError(f"{self.source}: design.sources: cannot read {rel}: {exc}") from exc
+                texts.append(SourceFile(rel, yamlio.decode_utf8(path.read_bytes())))
+            except yamlio.TextDecodeError as exc:
+                raise DesignError(f"{path}:{exc.line}: {exc.message} (design.sources of {self.source})") from exc
+            except OSError as exc:
+                raise DesignError(f"{self.source}: design.sources: cannot read {rel}: {exc.strerror}") from exc
         sources = tuple(texts)
-        ports = elaborate(sources, self.top)
+        try:
+            ports = elaborate(sources, self.top)
+        except DesignError as exc:
+            if "no module named" in str(exc):
+                raise DesignError(f"{self.source}: design.top: {exc}") from exc
+            raise
+        check_trusted(sources, self.root)
         clock, reset = self.clock, self.reset
         if clock is None and reset is None:  # not configured: only export-tests needs them
             clock, reset = guess_clock_reset(ports)
@@ -330,10 +338,12 @@ def load_config(path: Path) -> CiConfig:
     if not path.is_file():
         raise ConfigError(f"{path}: no such file (write a starter one with `hwtp ci init`)")
     try:
-        located = yamlio.load(path.read_text(encoding="utf-8"))
+        located = yamlio.load(yamlio.decode_utf8(path.read_bytes()))
+    except yamlio.TextDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.line}: {exc.message}") from exc
     except yamlio.YamlLoadError as exc:
         raise ConfigError(f"{path}:{exc.line or 1}: not valid YAML: {exc.message}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     if not isinstance(located.data, dict):
         raise ConfigError(f"{path}:1: expected a mapping with design, tests, ... (see `hwtp ci init`)")

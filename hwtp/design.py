@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from hwtp import yamlio
+from hwtp import env, yamlio
 from hwtp.errors import DesignError
-from hwtp.rtl import elaborate
+from hwtp.rtl import elaborate, escaping_calls
 
 Direction = Literal["input", "output", "inout"]
 MANIFEST = "design.yaml"
@@ -155,6 +155,41 @@ def load_shipped() -> list[Design]:
     return [load_design(name) for name in shipped_names()]
 
 
+#: Set for one command by ``--allow-system-tasks`` (None: ``$HWTP_ALLOW_SYSTEM_TASKS`` decides).
+_allow_system_tasks: bool | None = None
+
+
+def allow_system_tasks(allow: bool | None) -> None:
+    """Allow (True), refuse (False) or leave to the environment (None) RTL escaping calls."""
+    global _allow_system_tasks
+    _allow_system_tasks = allow
+
+
+def system_tasks_allowed() -> bool:
+    """Whether designs may call system tasks that run commands or write files."""
+    return env.allow_system_tasks() if _allow_system_tasks is None else _allow_system_tasks
+
+
+def check_trusted(sources: tuple[SourceFile, ...], root: Path) -> None:
+    """Refuse RTL that runs commands or host code, or writes files, unless the user opted in.
+
+    The simulated RTL runs as the user; plans and LLM text are only data. See the README's
+    "Trust model".
+    """
+    if system_tasks_allowed():
+        return
+    calls = escaping_calls(sources)
+    if not calls:
+        return
+    file, line, name, why = calls[0]
+    path = Path(file) if Path(file).is_absolute() else root / file
+    more = f" (and {len(calls) - 1} more)" if len(calls) > 1 else ""
+    raise DesignError(
+        f"{path}:{line}: {name} {why}{more}: hwtp refuses RTL that runs commands or writes files; "
+        f"if you trust this design, pass --allow-system-tasks or set {env.ALLOW_SYSTEM_TASKS_VAR}=1"
+    )
+
+
 def load_design(
     ref: str | Path,
     *,
@@ -195,11 +230,11 @@ def _manifest_error(path: Path, located: yamlio.Located, key: tuple[Any, ...], m
 def _load_folder(folder: Path, shipped: bool = False) -> Design:
     manifest_path = folder / MANIFEST
     try:
-        located = yamlio.load(manifest_path.read_text(encoding="utf-8"))
-    except yamlio.YamlLoadError as exc:
+        located = yamlio.load(yamlio.decode_utf8(manifest_path.read_bytes()))
+    except (yamlio.YamlLoadError, yamlio.TextDecodeError) as exc:
         where = f"{manifest_path}:{exc.line}" if exc.line else str(manifest_path)
         raise DesignError(f"{where}: {exc.message}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise DesignError(f"{manifest_path}: cannot read: {exc}") from exc
     data = located.data
     if not isinstance(data, dict):
@@ -227,10 +262,15 @@ def _load_folder(folder: Path, shipped: bool = False) -> Design:
         spec_path = _inside(root, spec_rel, manifest_path, located, ("spec",))
         if not spec_path.is_file():
             raise _manifest_error(manifest_path, located, ("spec",), f"file {spec_rel!r} does not exist")
-        spec = spec_path.read_text(encoding="utf-8")
+        try:
+            spec = yamlio.decode_utf8(spec_path.read_bytes())
+        except yamlio.TextDecodeError as exc:
+            raise DesignError(f"{spec_path}:{exc.line}: {exc.message} (spec of {manifest_path})") from exc
     clock = _parse_clock(manifest_path, located, data.get("clock"))
     reset = _parse_reset(manifest_path, located, data.get("reset"))
     ports = _ports_or_error(sources, top, manifest_path, located)
+    if not shipped:
+        check_trusted(sources, root)
     design = Design(name, top, root, sources, spec, clock, reset, ports, shipped)
     _check_control_ports(design, manifest_path)
     return design
@@ -257,9 +297,11 @@ def _read_source(root: Path, path: Path, located: yamlio.Located, i: int, rel: A
     if not full.is_file():
         raise _manifest_error(path, located, ("sources", i), f"file {rel!r} does not exist")
     try:
-        return SourceFile(rel, full.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise _manifest_error(path, located, ("sources", i), f"{rel} is not UTF-8 text") from exc
+        return SourceFile(rel, yamlio.decode_utf8(full.read_bytes()))
+    except yamlio.TextDecodeError as exc:
+        raise DesignError(f"{full}:{exc.line}: {exc.message} (sources[{i}] of {path})") from exc
+    except OSError as exc:
+        raise _manifest_error(path, located, ("sources", i), f"cannot read {rel}: {exc.strerror}") from exc
 
 
 def _parse_clock(path: Path, located: yamlio.Located, value: Any) -> Clock | None:
@@ -313,20 +355,25 @@ def _check_control_ports(design: Design, where: Path) -> None:
 
 def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset | None) -> Design:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DesignError(f"{path}: cannot read: {exc}") from exc
+        text = yamlio.decode_utf8(path.read_bytes())
+    except yamlio.TextDecodeError as exc:
+        raise DesignError(f"{path}:{exc.line}: {exc.message}") from exc
+    except OSError as exc:
+        raise DesignError(f"{path}: cannot read: {exc.strerror}") from exc
     root = path.parent.resolve()
     sources = (SourceFile(path.name, text),)
     if top is None:
         from hwtp.rtl import module_names
 
         names = module_names(sources)
+        if not names:
+            raise DesignError(f"{path}: no module found: a design needs a top module (module NAME ... endmodule)")
         if len(names) != 1:
             listed = ", ".join(names) or "none"
             raise DesignError(f"{path}: pass --top to choose the top module (modules: {listed})")
         top = names[0]
     ports = elaborate(sources, top)
+    check_trusted(sources, root)
     by_name = {p.name: p for p in ports}
     if clock is None:
         clk = next((n for n in ("clk", "clock", "i_clk", "clk_i") if n in by_name), None)

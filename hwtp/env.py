@@ -12,6 +12,8 @@ from pathlib import Path
 CACHE_DIR_VAR = "HWTP_CACHE_DIR"
 #: Points at a Verilator to use instead of the one found automatically.
 VERILATOR_VAR = "HWTP_VERILATOR"
+#: ``1`` lets designs call system tasks that run commands or write files (``$system``, ``$fopen``...).
+ALLOW_SYSTEM_TASKS_VAR = "HWTP_ALLOW_SYSTEM_TASKS"
 #: Default variable holding the API key of an OpenAI-compatible endpoint.
 DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
 
@@ -35,6 +37,11 @@ def cache_dir() -> Path:
 def api_key(var: str = DEFAULT_API_KEY_VAR) -> str | None:
     """The API key held in environment variable ``var`` (never logged or stored)."""
     return get(var)
+
+
+def allow_system_tasks() -> bool:
+    """Whether ``$HWTP_ALLOW_SYSTEM_TASKS`` opts in to RTL that runs commands or writes files."""
+    return (get(ALLOW_SYSTEM_TASKS_VAR) or "").strip().lower() in ("1", "true", "yes")
 
 
 def path_entries() -> list[str]:

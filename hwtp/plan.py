@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hwtp import yamlio
 from hwtp.errors import PlanError
+from hwtp.sim.job import Limits, plan_cycles
 from hwtp.values import Value, ValueError_, parse_value
 
 if TYPE_CHECKING:
@@ -27,7 +28,10 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Bounds that keep an untrusted plan cheap to check and to simulate.
 MAX_TESTS = 256
 MAX_STEPS = 4096
-MAX_WAIT = 1_000_000
+#: The simulator's cycle limit per evaluation (``hwtp score --max-cycles``): a plan that
+#: simulates more could never run, so it is refused here, not found out in the simulator.
+CYCLE_LIMIT = Limits().max_cycles
+MAX_WAIT = CYCLE_LIMIT
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,21 @@ def load_plan_file(path: Path) -> Plan:
     if size > yamlio.MAX_DOCUMENT_BYTES:
         raise PlanError(f"{path}: plan file is {size} bytes, larger than the {yamlio.MAX_DOCUMENT_BYTES}-byte limit")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanError(f"{path}: cannot read as UTF-8 text: {exc}") from exc
+        text = yamlio.decode_utf8(path.read_bytes())
+    except yamlio.TextDecodeError as exc:
+        raise PlanError(f"{path}:{exc.line}: {exc.message}") from exc
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read: {exc.strerror}") from exc
     return parse_plan(text, source=str(path))
+
+
+def parse_plan_bytes(data: bytes, source: str = "plan") -> Plan:
+    """Parse plan bytes (a file's or stdin's): refused with the line when not UTF-8."""
+    try:
+        text = yamlio.decode_utf8(data)
+    except yamlio.TextDecodeError as exc:
+        raise PlanError(f"{source}:{exc.line}: {exc.message}") from exc
+    return parse_plan(text, source)
 
 
 def parse_plan(text: str, source: str = "plan") -> Plan:
@@ -168,7 +183,8 @@ def _parse_step(source: str, located: yamlio.Located, path: tuple[Any, ...], lab
                 source,
                 located,
                 (*path, kind),
-                f"{where} ({kind}): expected a cycle count from 1 to {MAX_WAIT}, got {body!r}",
+                f"{where} ({kind}): expected a cycle count from 1 to {MAX_WAIT} "
+                f"(the simulator's cycle limit per evaluation), got {body!r}",
             )
         return Step(kind, count=body, line=line)
     if not isinstance(body, dict) or not body:
@@ -187,15 +203,27 @@ def _parse_step(source: str, located: yamlio.Located, path: tuple[Any, ...], lab
     return Step(kind, tuple(values), line=line)  # type: ignore[arg-type]
 
 
-def validate(plan: Plan, design: Design) -> None:
-    """Check a plan against a design's ports; raise :class:`PlanError` naming what is wrong."""
+def validate(plan: Plan, design: Design, max_cycles: int = CYCLE_LIMIT) -> None:
+    """Check a plan against a design's ports and the simulator's cycle limit ``max_cycles``;
+    raise :class:`PlanError` naming what is wrong."""
     for test in plan.tests:
         for j, step in enumerate(test.steps):
             where = f"{_where(plan.source, step.line)}: test {test.name!r} step {j + 1} ({step.kind})"
             if step.kind == "reset" and design.reset is None:
                 raise PlanError(f"{where}: design {design.name} has no reset")
+            if step.count > max_cycles:
+                raise PlanError(
+                    f"{where}: {step.kind} {step.count} is over the simulator's cycle limit of {max_cycles} "
+                    "cycles per evaluation"
+                )
             for name, value in step.values:
                 _check_port(where, design, step.kind, name, value)
+    total = plan_cycles(plan, design)
+    if total > max_cycles:
+        raise PlanError(
+            f"{plan.source}: the plan simulates {total} cycles (waits, resets and each test's power-on "
+            f"reset), over the simulator's cycle limit of {max_cycles} cycles per evaluation"
+        )
 
 
 def _check_port(where: str, design: Design, kind: str, name: str, value: Value) -> None:

@@ -29,6 +29,7 @@ class SimReport:
     build_cached: bool
     build_seconds: float
     sim_seconds: float
+    fault: str | None = None  # why a timeout/error happened: "hang", "design" (hwtp.sim.runner)
 
     @property
     def passed(self) -> bool:
@@ -57,7 +58,7 @@ def simulate(
     cache_root: Path | None = None,
 ) -> SimReport:
     """Validate ``plan`` against ``design``, build the design and run every test of the plan."""
-    validate(plan, design)
+    validate(plan, design, (limits or Limits()).max_cycles)
     backend = get_backend(simulator)
     build = ensure_build(backend, build_sources(design), WRAPPER_TOP, root=cache_root)
     evaluation = Evaluation("sim", compile_plan(plan, design), stop_on_fail=False, cycles=plan_cycles(plan, design))
@@ -79,4 +80,5 @@ def simulate(
         build_cached=build.cached,
         build_seconds=build.seconds,
         sim_seconds=time.perf_counter() - start,
+        fault=result.fault,
     )

@@ -27,6 +27,27 @@ class YamlLoadError(ValueError):
         self.line = line
 
 
+class TextDecodeError(ValueError):
+    """Bytes that are not UTF-8 text; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` as text, or :class:`TextDecodeError` naming the first bad byte's line and column."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise TextDecodeError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, column {column})", line
+        ) from exc
+
+
 @dataclass(frozen=True)
 class Located:
     """A loaded document and the 1-based line of each path (``("tests", 0, "steps", 2)``)."""

@@ -11,7 +11,7 @@ import click
 from hwtp import reports
 from hwtp.ci import MutantResult, run_ci
 from hwtp.ci_config import CONFIG_NAME, CiConfig, load_config
-from hwtp.commands.options import design_options, resolve_design
+from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import EXIT_GATE, ConfigError
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -70,6 +70,7 @@ class _Progress:
 @click.option("--json", "json_out", type=_FILE, help="Write the full report as JSON.")
 @click.option("--include-plans", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
               help="Also run this cocotb module (from hwtp export-tests): the score it adds. Repeatable.")
+@trust_option
 @click.pass_context
 def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str | None, seed: int | None,
        min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
@@ -123,6 +124,7 @@ def init(folder: Path, force: bool) -> None:
 @click.option("--design", "design_ref", help="Design the plans are for (shipped name, folder, or Verilog "
               "file). Default: the design folder the first plan sits in, else hwtp.yaml's design.")
 @design_options
+@trust_option
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=CONFIG_NAME,
               show_default=True, help="hwtp.yaml whose design to use when no --design is given and "
               "none is found near the plans.")

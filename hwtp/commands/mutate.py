@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from hwtp import mutate as engine
-from hwtp.commands.options import design_options, resolve_design
+from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
 
 
@@ -29,6 +29,7 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
 @click.command()
 @click.argument("design")
 @design_options
+@trust_option
 @click.option(
     "-o",
     "--out",

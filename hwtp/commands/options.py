@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from hwtp.design import Clock, Design, Reset, load_design
-from hwtp.errors import ConfigError
+from hwtp import yamlio
+from hwtp.design import Clock, Design, Reset, allow_system_tasks, load_design
+from hwtp.env import ALLOW_SYSTEM_TASKS_VAR
+from hwtp.errors import ConfigError, PlanError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,6 +32,33 @@ def design_options(func: F) -> F:
     )(func)
     func = click.option("--top", help="Bare file: the top module (needed when the file has several).")(func)
     return func
+
+
+def _allow(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        allow_system_tasks(True)
+        ctx.call_on_close(lambda: allow_system_tasks(None))
+
+
+def trust_option(func: F) -> F:
+    """Add ``--allow-system-tasks``: simulate RTL that runs commands or writes files."""
+    return click.option(
+        "--allow-system-tasks",
+        is_flag=True,
+        expose_value=False,
+        callback=_allow,
+        help=f"Trust the RTL: allow $system, $fopen, DPI imports... (also {ALLOW_SYSTEM_TASKS_VAR}=1).",
+    )(func)
+
+
+def read_stdin(source: str = "<stdin>") -> str:
+    """Standard input as text; bytes that are not UTF-8 are refused with their line."""
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+    try:
+        return yamlio.decode_utf8(data)
+    except yamlio.TextDecodeError as exc:
+        raise PlanError(f"{source}:{exc.line}: {exc.message}") from exc
 
 
 def parse_clock(spec: str | None) -> Clock | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from hwtp import mutate as engine
+from hwtp.commands.options import trust_option
 from hwtp.env import DEFAULT_API_KEY_VAR
 from hwtp.errors import ConfigError
 from hwtp.planning import plan_states, write_plans
@@ -18,8 +19,8 @@ from hwtp.score import GOLDEN
 
 def resolve_states(mutant_set: engine.MutantSet, text: str) -> list[str]:
     valid = [m.id for m in mutant_set.valid]
-    if text == "all":
-        return [GOLDEN, *valid]
+    if text == "all":  # non-terminating mutants only when asked for by id
+        return [GOLDEN, *(m.id for m in mutant_set.states)]
     if text == GOLDEN:
         return [GOLDEN]
     wanted = [s.strip() for s in text.split(",") if s.strip()]
@@ -56,6 +57,7 @@ def resolve_states(mutant_set: engine.MutantSet, text: str) -> list[str]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder overriding system.md, user.md and/or format.md.",
 )
+@trust_option
 def plan_command(
     mutdir: Path,
     outdir: Path,

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from hwtp import mutate as engine
+from hwtp.commands.options import read_stdin, trust_option
 from hwtp.errors import ConfigError
 from hwtp.planset import read_plans
 from hwtp.score import GOLDEN, Outcome, RewardLevels, ScoreConfig, Scores, score
@@ -71,9 +72,25 @@ def kill_matrix(scores: Scores) -> str:
 @click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
 @click.option("--isolated", is_flag=True, help="Run each evaluation in its own simulator process.")
 @click.option("--max-cycles", type=int, default=100_000, show_default=True, help="Simulated cycles per evaluation.")
-@click.option("--timeout", "wall_s", type=float, default=30.0, show_default=True, help="Wall-clock s per evaluation.")
+@click.option(
+    "--timeout",
+    "wall_s",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Wall-clock s per evaluation (simulator start-up not counted).",
+)
+@click.option(
+    "--startup-timeout",
+    "startup_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Wall-clock s for a simulator process to start, until the harness is ready.",
+)
 @click.option("--reward-levels", default="0,1,2", show_default=True, help="Rewards INVALID,PASS,DETECT.")
 @click.option("--sim", "simulator", default="verilator", show_default=True)
+@trust_option
 def score_command(
     mutdir: Path,
     plan_refs: tuple[str, ...],
@@ -84,12 +101,13 @@ def score_command(
     isolated: bool,
     max_cycles: int,
     wall_s: float,
+    startup_s: float,
     reward_levels: str,
     simulator: str,
 ) -> None:
     """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
+    stdin = read_stdin() if "-" in plan_refs else None
     mutant_set = engine.load(mutdir)
-    stdin = sys.stdin.read() if "-" in plan_refs else None
     plans = read_plans(list(plan_refs), stdin)
     wanted = None if states == "all" else tuple(s.strip() for s in states.split(",") if s.strip())
     config = ScoreConfig(
@@ -97,10 +115,12 @@ def score_command(
         full_matrix=full_matrix,
         jobs=max(1, jobs),
         isolated=isolated,
-        limits=Limits(max_cycles=max_cycles, wall_s=wall_s),
+        limits=Limits(max_cycles=max_cycles, wall_s=wall_s, startup_s=startup_s),
         rewards=_levels(reward_levels),
         simulator=simulator,
     )
+    if wall_s <= 0 or startup_s <= 0:
+        raise ConfigError("--timeout and --startup-timeout must be positive numbers of seconds")
     total = len(plans) * (1 + len(mutant_set.valid))
     with progress_bar(total, "scoring") as tick:
         scores = score(mutant_set, plans, config, progress=tick)  # type: ignore[arg-type]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from hwtp.commands.options import design_options, resolve_design
-from hwtp.errors import EXIT_GATE, PlanError, SimulationError
+from hwtp.commands.options import design_options, read_stdin, resolve_design, trust_option
+from hwtp.errors import EXIT_GATE, DesignError, PlanError, SimulationError
 from hwtp.plan import load_plan_file, parse_plan
 from hwtp.simulate import simulate
 
@@ -25,6 +24,7 @@ from hwtp.simulate import simulate
     help="Also write the report as JSON to this file ('-' for stdout).",
 )
 @click.option("--sim", "simulator", default="verilator", show_default=True, help="Simulator backend.")
+@trust_option
 @click.pass_context
 def sim(
     ctx: click.Context,
@@ -43,7 +43,7 @@ def sim(
     """
     loaded = resolve_design(design, top, clock_spec, reset_spec)
     if plan == "-":
-        parsed = parse_plan(sys.stdin.read(), source="<stdin>")
+        parsed = parse_plan(read_stdin(), source="<stdin>")
     else:
         path = Path(plan) if plan else loaded.root / "plans" / "reference.yaml"
         if plan is None and not path.is_file():
@@ -58,6 +58,8 @@ def sim(
             json_out.write_text(text + "\n", encoding="utf-8")
     if str(json_out) != "-":
         _print_report(report)
+    if report.status == "error" and report.fault == "design":  # $finish, $fatal, a combinational loop
+        raise DesignError(f"{loaded.name}: {report.reason}")
     if report.status == "error":
         raise SimulationError(f"simulation of {loaded.name} failed: {report.reason}")
     if not report.passed:
