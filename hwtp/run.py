@@ -28,7 +28,7 @@ from hwtp.planning import plan_states
 from hwtp.planset import PlanInput
 from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy
 from hwtp.prompt import Templates
-from hwtp.runconfig import STAGES, RunConfig, changes, first_stage
+from hwtp.runconfig import STAGES, RunConfig, changes, check_format_dependencies, first_stage
 from hwtp.score import GOLDEN, RewardLevels, ScoreConfig, assemble, prepare, run_evaluations, schemata_build
 from hwtp.sim.runner import EvalResult, ResultTail
 from hwtp.store import PlanRow, Store, open_store
@@ -44,11 +44,18 @@ def design_refs(config: RunConfig) -> list[str]:
     return list(config.designs) or shipped_names()
 
 
+def preflight(config: RunConfig) -> list[Design]:
+    """Everything checkable before any work, so bad input fails at once and leaves nothing in
+    the run folder: the export formats' optional dependencies and every design reference."""
+    check_format_dependencies(config.formats)
+    return [load_design(ref) for ref in design_refs(config)]
+
+
 def check_config(store: Store, config: RunConfig, force: str | None) -> None:
     """Refuse a changed configuration unless ``force`` names a stage early enough to redo it."""
     old = store.get_meta("config")
     new = config.fingerprint()
-    if old is None:
+    if old is None or not store.stage_counts():  # nothing done yet: nothing to protect
         store.set_meta("config", new)
         return
     diff = changes(old, new)
@@ -82,7 +89,7 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
         ),
     )
     engine.write(result, mutdir)
-    states = [(GOLDEN, 0), *((m.id, m.index) for m in result.valid)]
+    states = [(GOLDEN, 0), *((m.id, m.index) for m in result.states)]  # non-terminating ones left out
     store.put_design(
         design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result), states
     )
@@ -244,6 +251,7 @@ def export_stage(store: Store, designs: list[str], config: RunConfig, records: l
 
 def run(config: RunConfig, rundir: Path, force: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
     """The whole loop on ``rundir``; returns the summary (see :func:`summary`)."""
+    preflight(config)
     with open_store(rundir) as store:
         check_config(store, config, force)
         names, seconds = [], 0.0
@@ -331,7 +339,7 @@ def status(rundir: Path) -> dict[str, Any]:
 def dry_run(config: RunConfig) -> dict[str, Any]:
     """The resolved configuration and the planned amount of work."""
     refs = design_refs(config)
-    designs: list[Design] = [load_design(r) for r in refs]
+    designs = preflight(config)
     states = len(designs) * (config.states + 1)
     requests = states if config.policy == "openai" else 0
     evaluations = len(designs) * config.samples * (1 + 2 * config.states)

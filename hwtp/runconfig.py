@@ -11,11 +11,77 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from hwtp import yamlio
 from hwtp.errors import ConfigError
 
 STAGES = ("mutate", "plan", "score", "advantage", "export")
+POLICIES = ("random", "openai", "replay")
+GROUPINGS = ("state", "design", "batch")
+
+
+class FieldError(ConfigError):
+    """A configuration value that is wrong on its own or with others; ``field`` names it."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{_OPTIONS.get(field, '--' + field.replace('_', '-'))}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+_OPTIONS = {"samples": "-G", "replay_from": "--from", "formats": "--format", "jobs": "-j"}
+
+
+def check_url(url: str) -> str | None:
+    """What is wrong with an endpoint URL (None: a well-formed http(s) URL)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        return f"{url!r} is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000/v1"
+    if any(c.isspace() for c in url):
+        return f"{url!r} contains white space"
+    return None
+
+
+def check_field(key: str, value: Any) -> str | None:
+    """What is wrong with one field's value on its own (None: nothing)."""
+    from hwtp.advantage import PRESETS
+    from hwtp.export import FORMATS
+
+    at_least_one = ("states", "samples", "witness_cycles", "jobs", "concurrency", "batch_size", "max_tokens")
+    if key in at_least_one and value is not None and value < 1:
+        return f"must be at least 1, got {value}"
+    if key == "policy" and value not in POLICIES:
+        return f"unknown policy {value!r} (valid: {', '.join(POLICIES)})"
+    if key == "group_by" and value not in GROUPINGS:
+        return f"unknown grouping {value!r} (valid: {', '.join(GROUPINGS)})"
+    if key == "preset" and value not in PRESETS:
+        return f"unknown advantage preset {value!r} (valid: {', '.join(PRESETS)})"
+    if key == "formats":
+        if not value:
+            return "name at least one export format"
+        bad = [f for f in value if f not in FORMATS]
+        if bad:
+            return f"unknown export format {bad[0]!r} (valid: {', '.join(FORMATS)})"
+    if key == "temperature" and value < 0:
+        return f"must be at least 0, got {value}"
+    if key == "top_p" and not 0 < value <= 1:
+        return f"must be above 0 and at most 1, got {value}"
+    return None
+
+
+def check_format_dependencies(formats: tuple[str, ...] | list[str]) -> None:
+    """Refuse at once an export format whose optional dependency is missing (before any work)."""
+    if "parquet" in formats:
+        try:
+            import pyarrow
+            import pyarrow.parquet  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError("parquet output needs pyarrow: pip install 'hwtp[parquet]'") from exc
 
 
 @dataclass(frozen=True)
@@ -43,16 +109,18 @@ class RunConfig:
     concurrency: int = 8  # not part of the fingerprint
 
     def __post_init__(self) -> None:
-        if self.states < 1 or self.samples < 1:
-            raise ConfigError("--states and -G must be at least 1")
-        if self.policy not in ("random", "openai", "replay"):
-            raise ConfigError(f"policy {self.policy!r}: valid policies are random, openai, replay")
-        if self.policy == "openai" and not (self.endpoint and self.model):
-            raise ConfigError("policy openai needs an endpoint and a model (--endpoint URL --model NAME)")
+        for f in fields(self):
+            problem = check_field(f.name, getattr(self, f.name))
+            if problem:
+                raise FieldError(f.name, problem)
+        if self.policy == "openai":
+            if not (self.endpoint and self.model):
+                raise FieldError("policy", "policy openai needs an endpoint and a model (--endpoint URL --model NAME)")
+            problem = check_url(self.endpoint)
+            if problem:
+                raise FieldError("endpoint", problem)
         if self.policy == "replay" and not self.replay_from:
-            raise ConfigError("policy replay needs --from DIR")
-        if self.group_by not in ("state", "design", "batch"):
-            raise ConfigError(f"group_by {self.group_by!r}: valid values are state, design, batch")
+            raise FieldError("policy", "policy replay needs --from DIR")
 
     def fingerprint(self) -> dict[str, Any]:
         data = asdict(self)
@@ -86,35 +154,48 @@ FIELD_STAGE = {
 _FILE_ALIASES = {"G": "samples", "group-by": "group_by", "format": "formats", "from": "replay_from"}
 
 
-def load_file(path: Path) -> dict[str, Any]:
+class FileValues(dict[str, Any]):
+    """Values of a config file's ``run`` section; ``where[field]`` is ``file:line: run.key``."""
+
+    def __init__(self, values: dict[str, Any], where: dict[str, str]) -> None:
+        super().__init__(values)
+        self.where = where
+
+
+def load_file(path: Path) -> FileValues:
     """The ``run`` section of a config file, checked field by field (file:line: field: problem)."""
     try:
-        located = yamlio.load(path.read_text(encoding="utf-8"))
-    except yamlio.YamlLoadError as exc:
+        located = yamlio.load(yamlio.decode_utf8(path.read_bytes()))
+    except (yamlio.YamlLoadError, yamlio.TextDecodeError) as exc:
         raise ConfigError(f"{path}:{exc.line or 1}: {exc.message}") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     data = located.data or {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping")
-    section = data.get("run", {})
+        raise ConfigError(f"{path}:1: expected a mapping with a 'run' section")
+    section = data.get("run") or {}
     if not isinstance(section, dict):
         raise ConfigError(f"{path}:{located.line_of(('run',))}: run: expected a mapping")
     known = {f.name: f for f in fields(RunConfig)}
     out: dict[str, Any] = {}
+    where_of: dict[str, str] = {}
     for raw_key, value in section.items():
         key = _FILE_ALIASES.get(raw_key, raw_key.replace("-", "_"))
         where = f"{path}:{located.line_of(('run', raw_key))}: run.{raw_key}"
         if key not in known:
             raise ConfigError(f"{where}: unknown field (valid: {', '.join(sorted(known))})")
         out[key] = _coerce(where, key, value)
-    return out
+        problem = check_field(key, out[key])
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
+        where_of[key] = where
+    return FileValues(out, where_of)
 
 
 def _coerce(where: str, key: str, value: Any) -> Any:
     if key in ("designs", "formats"):
         items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
             raise ConfigError(f"{where}: expected a list of names")
         return tuple(items)
     expected = {
@@ -139,10 +220,20 @@ def _coerce(where: str, key: str, value: Any) -> Any:
 
 
 def resolve(file_values: dict[str, Any], cli_values: dict[str, Any]) -> RunConfig:
-    """Defaults < file < command line (``None`` on the command line means not given)."""
+    """Defaults < file < command line (``None`` on the command line means not given).
+
+    A problem with a value that came from the file names the file, line and field.
+    """
+    given = {k: v for k, v in cli_values.items() if v is not None and v != ()}
     merged = dict(file_values)
-    merged.update({k: v for k, v in cli_values.items() if v is not None and v != ()})
-    return RunConfig(**merged)
+    merged.update(given)
+    try:
+        return RunConfig(**merged)
+    except FieldError as exc:
+        where = getattr(file_values, "where", {}).get(exc.field)
+        if where and exc.field not in given:
+            raise ConfigError(f"{where}: {exc.problem}") from exc
+        raise
 
 
 def changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, Any, Any]]:

@@ -12,6 +12,7 @@ from hwtp.advantage import PRESETS, advantage_records, describe_zero_share, pres
 from hwtp.errors import ConfigError, ScoreError
 from hwtp.export import FORMATS, ExportOptions, base_records, write_export
 from hwtp.planset import PLAN_INDEX
+from hwtp.runconfig import check_format_dependencies
 
 
 def read_scores(paths: tuple[Path, ...]) -> list[dict[str, Any]]:
@@ -153,6 +154,7 @@ def export_command(
     **overrides: Any,
 ) -> None:
     """Export scored samples (SCORES JSON files) as training batches."""
+    check_format_dependencies([fmt])  # a missing optional dependency fails before any work
     records, _, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
     metadata = {"preset": preset_name, "group_by": group_by}
     rows = base_records(records, _plan_records(plan_dirs), metadata)

@@ -11,6 +11,8 @@ from typing import Any
 import click
 
 from hwtp import run as loop
+from hwtp.commands.options import trust_option
+from hwtp.errors import DesignError
 from hwtp.export import FORMATS
 from hwtp.runconfig import STAGES, load_file, resolve
 
@@ -97,6 +99,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the resolved configuration and the planned work; run nothing.")
 @click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
+@trust_option
 def run_command(
     designs: tuple[str, ...],
     rundir: Path,
@@ -113,6 +116,13 @@ def run_command(
     if options["policy"] is None and options["endpoint"] and "policy" not in file_values:
         options["policy"] = "openai"
     config = resolve(file_values, {"designs": designs, **options})
+    try:
+        loop.preflight(config)  # before anything is written: a wrong name leaves no run behind
+    except DesignError as exc:
+        where = None if designs else getattr(file_values, "where", {}).get("designs")
+        if where:
+            raise DesignError(f"{where}: {exc}") from exc
+        raise
     if dry_run:
         click.echo(json.dumps(loop.dry_run(config), indent=2))
         return
