@@ -223,7 +223,7 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
         try:
             if p.plan is None:
                 raise PlanError(p.error or "no plan")
-            validate(p.plan, design)
+            validate(p.plan, design, config.limits.max_cycles)
             compiled[p.id] = (compile_plan(p.plan, design), plan_cycles(p.plan, design))
         except PlanError as exc:
             errors[p.id] = str(exc)
