@@ -280,9 +280,24 @@ def _design(r: _Reader, root: Path) -> dict[str, Any]:
         top = design.get("top")
         if not isinstance(top, str) or not _IDENT.match(top):
             raise r.error(("design", "top"), "required: the name of the top module your tests drive")
+        declared = _declared_modules(root, rels)
+        if declared is not None and top not in declared:
+            raise r.error(("design", "top"), f"no module named {top!r} in design.sources "
+                                             f"(modules: {', '.join(declared) or 'none'})")
         out.update(sources=tuple(rels), top=top)
     out["clock"], out["reset"] = _clock_reset(r, design)
     return out
+
+
+def _declared_modules(root: Path, rels: list[str]) -> list[str] | None:
+    """Modules the sources declare; None when they cannot be read or parsed (reported with
+    its own file and line when the design is loaded)."""
+    from hwtp.rtl import module_names
+
+    try:
+        return module_names(tuple(SourceFile(rel, yamlio.decode_utf8((root / rel).read_bytes())) for rel in rels))
+    except (DesignError, yamlio.TextDecodeError, OSError):
+        return None
 
 
 def _tests(r: _Reader, root: Path) -> dict[str, Any]:

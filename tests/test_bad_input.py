@@ -240,3 +240,29 @@ def test_parquet_without_pyarrow_fails_before_any_simulation(
     scores.write_text(json.dumps({"design": "x", "results": []}))
     refused(run_cli("export", scores, "--format", "parquet", "-o", tmp_path / "out"), "pip install 'hwtp[parquet]'")
     assert not (tmp_path / "out").exists()
+
+
+def test_ci_config_names_the_line_of_a_wrong_top_and_the_rtl_checks_apply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hwtp.ci_config import load_config
+    from hwtp.errors import ConfigError
+
+    monkeypatch.delenv("HWTP_ALLOW_SYSTEM_TASKS", raising=False)
+    (tmp_path / "top.v").write_text("module top(input a, output y); assign y = a; endmodule\n")
+    cfg = tmp_path / "hwtp.yaml"
+    cfg.write_text("design:\n  sources: [top.v]\n  top: tpo\ntests: {modules: [t]}\n")
+    with pytest.raises(ConfigError, match=rf"{cfg}:3: design.top: no module named 'tpo' .*modules: top"):
+        load_config(cfg)
+    (tmp_path / "top.v").write_text('module top(input a, output y); initial $system("x"); assign y = a; endmodule\n')
+    cfg.write_text("design:\n  sources: [top.v]\n  top: top\ntests: {modules: [t]}\n")
+    with pytest.raises(DesignError, match=r"top\.v:1: \$system runs a shell command"):
+        load_config(cfg).load_design()
+
+
+def test_plan_checks_the_endpoint_before_reading_anything(tmp_path: Path, run_cli: Run) -> None:
+    refused(
+        run_cli("plan", tmp_path / "no-mutants", "-o", tmp_path / "p", "--endpoint", "127.0.0.1:8000", "--model", "m"),
+        "--endpoint: '127.0.0.1:8000' is not an http(s) URL",
+    )
+    assert not (tmp_path / "p").exists()

@@ -14,6 +14,7 @@ from hwtp.errors import ConfigError
 from hwtp.planning import plan_states, write_plans
 from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy, check_policy_name
 from hwtp.prompt import Templates
+from hwtp.runconfig import check_url
 from hwtp.score import GOLDEN
 
 
@@ -83,8 +84,11 @@ def plan_command(
     """Write G test plans per state of MUTDIR (prompt, completion and plan for each)."""
     if samples < 1:
         raise ConfigError("-G must be at least 1")
-    mutant_set = engine.load(mutdir)
     name = check_policy_name(policy or ("openai" if endpoint else "random"))
+    problem = check_url(endpoint) if name == "openai" and endpoint else None
+    if problem:
+        raise ConfigError(f"--endpoint: {problem}")
+    mutant_set = engine.load(mutdir)
     chosen: object
     if name == "openai":
         if not endpoint or not model:
