@@ -44,7 +44,13 @@ def _from_file(path: Path, plan_id: str) -> PlanInput:
 def _from_index(folder: Path) -> list[PlanInput]:
     out = []
     index = folder / PLAN_INDEX
-    for lineno, line in enumerate(index.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = yamlio.decode_utf8(index.read_bytes())
+    except yamlio.TextDecodeError as exc:
+        raise ScoreError(f"{index}:{exc.line}: {exc.message}") from exc
+    except OSError as exc:
+        raise ScoreError(f"{index}: cannot read: {exc.strerror}") from exc
+    for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -266,3 +266,12 @@ def test_plan_checks_the_endpoint_before_reading_anything(tmp_path: Path, run_cl
         "--endpoint: '127.0.0.1:8000' is not an http(s) URL",
     )
     assert not (tmp_path / "p").exists()
+
+
+def test_a_plan_index_that_is_not_utf8(tmp_path: Path) -> None:
+    from hwtp.errors import ScoreError
+    from hwtp.planset import PLAN_INDEX, read_plans
+
+    (tmp_path / PLAN_INDEX).write_bytes(b'{"plan": "p0", "state": "golden"}\n{"plan": "p1\xff"}\n')
+    with pytest.raises(ScoreError, match=rf"{PLAN_INDEX}:2: not UTF-8 text"):
+        read_plans([str(tmp_path)])
