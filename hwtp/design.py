@@ -1,4 +1,4 @@
-"""Designs: a folder with ``design.yaml`` (DESIGN.md), or a bare Verilog file plus ``--top``.
+"""Designs: a folder with ``design.yaml``, or a bare Verilog file plus ``--top``.
 
 Ports (name, direction, width, signedness) come from the RTL through pyslang, never from the
 manifest. Loading a design validates the manifest, the sources (they may not leave the

@@ -1,4 +1,4 @@
-"""Test plans, format v1 (DESIGN.md, docs/plan-format.md).
+"""Test plans, format v1 (docs/plan-format.md).
 
 A plan is data: it is loaded with :mod:`hwtp.yamlio` (bounded, no aliases, no tags),
 checked for structure (:func:`parse_plan`), then against a design's ports

@@ -44,7 +44,7 @@ def advantage_options(func: Any) -> Any:
                 default="grpo-smu",
                 show_default=True,
                 type=click.Choice(sorted(PRESETS)),
-                help="Trainer convention (DOMAIN.md §3).",
+                help="Trainer convention (the README's preset table).",
             ),
             click.option(
                 "--group-by",
