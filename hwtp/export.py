@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ from typing import Any
 from hwtp import __version__
 from hwtp.errors import ConfigError
 
+#: Outcomes that prove nothing (the simulation did not finish): no reward in an export.
+INDETERMINATE = frozenset({"timeout", "error"})
 FORMATS = ("jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl")
 # verl reads .parquet (or .json) files only; the other trainers read JSON lines through `datasets`.
 _SUFFIX = {"parquet": "parquet", "verl": "parquet"}
@@ -72,24 +74,59 @@ def scrub(value: Any) -> Any:
     return value
 
 
+def _joined_plan(r: Mapping[str, Any], plans: Mapping[tuple[str, str], Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The plan record of sample ``r``, matched on its whole identity (design, mutant set,
+    state, plan); a record that disagrees with its score result is refused."""
+    key = (str(r["design"]), str(r["plan"]))
+    plan = plans.get(key)
+    if plan is None:
+        if plans:
+            raise ConfigError(
+                f"no plan record for plan {key[1]} of design {key[0]} in the --plans folders; "
+                "give the plan folder of every design that was scored"
+            )
+        return {}
+    if str(plan.get("state")) != str(r["state"]):
+        raise ConfigError(
+            f"plan {key[1]} of design {key[0]} was written for state {plan.get('state')!r} but its score "
+            f"result is on state {r['state']!r}: a sample's prompt and reward must be of one state "
+            "(score without --full-matrix for training data)"
+        )
+    theirs, ours = plan.get("mutant_set"), r.get("mutant_set")
+    if theirs and ours and theirs != ours:
+        raise ConfigError(
+            f"plan {key[1]} of design {key[0]} was written for mutant set {str(theirs)[:12]}, "
+            f"but it was scored on mutant set {str(ours)[:12]}"
+        )
+    return plan
+
+
 def base_records(
-    advantaged: Sequence[dict[str, Any]], plans: dict[str, dict[str, Any]], metadata: dict[str, Any]
+    advantaged: Sequence[dict[str, Any]],
+    plans: Mapping[tuple[str, str], Mapping[str, Any]],
+    metadata: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """Join advantage records with the plan records of ``hwtp plan`` (prompt and completion)."""
+    """Join advantage records with the plan records of ``hwtp plan`` (prompt and completion),
+    keyed by (design, plan id). A ``timeout`` or ``error`` sample is indeterminate: exported
+    with ``reward`` None and ``indeterminate`` true, never as a reward a trainer would use."""
     out = []
     for r in advantaged:
-        plan = plans.get(str(r["plan"]), {})
+        plan = _joined_plan(r, plans)
+        indeterminate = r["outcome"] in INDETERMINATE
         out.append(
             scrub(
                 {
                     "prompt": plan.get("prompt"),
                     "completion": plan.get("completion"),
-                    "reward": r["reward"],
+                    "reward": None if indeterminate else r["reward"],
+                    "ceiling": r.get("ceiling"),
                     "advantage": r["advantage"],
+                    "indeterminate": indeterminate,
                     "group": r["group"],
                     "design": r["design"],
                     "state": r["state"],
                     "plan": r["plan"],
+                    "sample": plan.get("sample"),
                     "outcome": r["outcome"],
                     "detail": r.get("detail"),
                     "mutant_set": r.get("mutant_set", ""),
