@@ -16,8 +16,8 @@ from typing import Any
 
 from hwtp import yamlio
 from hwtp.errors import PlanError
-from hwtp.mutate import MutantSet
 from hwtp.mutantset import set_hash
+from hwtp.mutate import MutantSet
 from hwtp.plan import extract_plan, to_data, validate
 from hwtp.planset import PLAN_INDEX
 from hwtp.policy import Generated, PlanRequest, Policy

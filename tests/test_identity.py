@@ -39,7 +39,8 @@ def _check_belong_together(records: list[dict[str, Any]], mutdirs: dict[str, Pat
         mutant_set = engine.load(mutdir)
         mine = [r for r in records if r["design"] == design]
         assert {r["mutant_set"] for r in mine} == {engine.set_hash(mutant_set)}
-        prompts = {q.state: q.messages for q in state_requests(mutant_set, sorted({r["state"] for r in mine}), templates)}
+        states = sorted({r["state"] for r in mine})
+        prompts = {q.state: q.messages for q in state_requests(mutant_set, states, templates)}
         for r in mine:
             assert r["prompt"] == prompts[r["state"]], f"{design} {r['plan']}: another state's prompt"
             assert r["plan"].startswith(f"{r['state']}-s")
