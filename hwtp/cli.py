@@ -6,14 +6,18 @@ messages and exit codes here, once (DESIGN.md, "Exit codes and errors").
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import traceback
+from typing import Any
 
 import click
 
 from hwtp import __version__
 from hwtp.commands import register
 from hwtp.errors import EXIT_INPUT, HwtpError
+from hwtp.sim import procs
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -33,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script: run the CLI and map errors to exit codes."""
     args = sys.argv[1:] if argv is None else argv
     verbose = "-v" in args or "--verbose" in args
+    procs.reset()
+    previous = _on_sigterm()
     try:
         rv = cli.main(args=args, prog_name="hwtp", standalone_mode=False)
     except HwtpError as exc:
@@ -41,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"hwtp: error: {exc}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
+        procs.stop_all()
         click.echo("hwtp: aborted", err=True)
         return 130
     except click.ClickException as exc:
@@ -49,9 +56,32 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except KeyboardInterrupt:
+        procs.stop_all()
         click.echo("hwtp: interrupted", err=True)
         return 130
+    except _Terminated:
+        procs.stop_all()
+        click.echo("hwtp: terminated", err=True)
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return rv if isinstance(rv, int) else 0
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived: unwind like an interrupt, so child processes and temporary folders go."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def _on_sigterm() -> Any:
+    """Turn SIGTERM into :class:`_Terminated` in the main thread; returns the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from hwtp import env
 from hwtp.errors import DesignError, ToolchainError
-from hwtp.sim import toolchain
+from hwtp.sim import procs, toolchain
 
 HARNESS_MODULE = "hwtp.sim.harness"
 #: Changing how builds are made invalidates cached builds.
@@ -37,7 +37,8 @@ class Backend(Protocol):
         """Toolchain identity that goes into the build-cache key."""
 
     def build(self, sources: Sequence[Path], top: str, build_dir: Path, extra_args: Sequence[str]) -> None:
-        """Compile ``sources`` with top module ``top`` into ``build_dir``."""
+        """Compile ``sources`` (paths relative to ``build_dir``) with top module ``top``
+        into ``build_dir``, running in ``build_dir``."""
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
         """argv that starts the simulation of a build."""
@@ -66,19 +67,29 @@ def _cocotb_environment(top: str, base: dict[str, str]) -> dict[str, str]:
     return environ
 
 
-def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Path, what: str) -> None:
+def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Path, what: str,
+                    design_errors: bool = True) -> None:
+    """Run one build step in its own process group (killed with hwtp, on an interrupt too).
+
+    A failure whose log has ``%Error``/``error:`` lines from the HDL compiler is the design's
+    (:class:`DesignError`, exit 2), unless ``design_errors`` is false (the C++ step) or the
+    compiler itself broke (an internal error): then the toolchain is (:class:`ToolchainError`).
+    """
     with log.open("a", encoding="utf-8") as fh:
         fh.write(f"$ {shlex.join(argv)}\n")
         fh.flush()
         try:
-            proc = subprocess.run(argv, cwd=cwd, env=environ, stdout=fh, stderr=subprocess.STDOUT, check=False)
+            proc = procs.run(argv, cwd=cwd, env=environ, stdout=fh, stderr=subprocess.STDOUT)
         except OSError as exc:
             raise ToolchainError(f"cannot run {argv[0]}: {exc.strerror}") from exc
     if proc.returncode != 0:
         text = log.read_text(encoding="utf-8", errors="replace")
         errors = [ln for ln in text.splitlines() if "%Error" in ln or "error:" in ln]
         first = errors[0] if errors else "\n".join(text.splitlines()[-15:])
-        raise DesignError(f"{what} failed: {first.strip()} (full log: {log})")
+        internal = any("Internal Error" in ln for ln in errors)
+        if design_errors and errors and not internal:
+            raise DesignError(f"{what} failed: {first.strip()} (full log: {log})")
+        raise ToolchainError(f"{what} failed (exit code {proc.returncode}): {first.strip()} (full log: {log})")
 
 
 @dataclass(frozen=True)
@@ -103,7 +114,7 @@ class VerilatorBackend:
             "-cc",
             "--exe",
             "-Mdir",
-            str(build_dir),
+            ".",
             "--top-module",
             top,
             "--vpi",
@@ -147,7 +158,7 @@ class VerilatorBackend:
             # models (split into several files) then fail to compile without it.
             "CFG_CXXFLAGS_PCH_I=-include",
         ]
-        _run_build_step(make, build_dir, environ, log, "C++ build of the Verilated model")
+        _run_build_step(make, build_dir, environ, log, "C++ build of the Verilated model", design_errors=False)
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
         return [str(build_dir / top), *plusargs]
@@ -171,7 +182,7 @@ class IcarusBackend:
         return str(found.parent / name)
 
     def fingerprint(self) -> str:
-        out = subprocess.run([self._exe("iverilog"), "-V"], capture_output=True, text=True, check=False)
+        out = procs.run([self._exe("iverilog"), "-V"], timeout=60, capture_output=True, text=True)
         match = re.search(r"version\s+(\S+)", out.stdout + out.stderr)
         import cocotb
 

@@ -1,9 +1,12 @@
 """The build cache: one simulator build per content hash, shared across runs and processes.
 
 The key covers the sources (names and text), the top module, the extra build arguments and
-the toolchain fingerprint. A build happens under an exclusive file lock; the finished
-marker is written last, so a crashed build is simply redone and two processes asking for
-the same key at once build it once.
+the toolchain fingerprint. A build happens under an exclusive file lock, in a private
+folder (``.tmp-NAME-PID-*`` next to the cache entries) that is renamed into place, in one
+atomic step, only once it is complete: a build folder in the cache is always finished, and
+an interrupted build leaves nothing another process would use or delete under a running
+build. Private folders of dead processes (``kill -9``) are removed by the next build; two
+processes asking for the same key at once build it once.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from hwtp import env
 from hwtp.design import SourceFile
+from hwtp.sim import procs
 from hwtp.sim.backends import Backend
 
 _MARKER = "hwtp-build.json"
@@ -67,22 +73,25 @@ def ensure_build(
         if (folder / _MARKER).is_file():
             return Build(backend, folder, top, key, cached=True, seconds=0.0)
         start = time.perf_counter()
-        if folder.exists():
-            shutil.rmtree(folder)  # a build that did not finish
-        src_dir = folder / "src"
-        paths = []
-        for src in sources:
-            target = src_dir / src.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(src.text, encoding="utf-8")
-            paths.append(target)
+        procs.sweep(base, f".tmp-{folder.name}-")
+        work = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}-{os.getpid()}-", dir=base))
         try:
-            backend.build(paths, top, folder, extra_args)
+            work.chmod(0o755)
+            paths = []
+            for src in sources:
+                target = work / "src" / src.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(src.text, encoding="utf-8")
+                paths.append(target.relative_to(work))
+            backend.build(paths, top, work, extra_args)
+            seconds = time.perf_counter() - start
+            (work / _MARKER).write_text(
+                json.dumps({"key": key, "top": top, "backend": backend.name, "seconds": seconds}), encoding="utf-8"
+            )
+            if folder.exists():
+                shutil.rmtree(folder)  # an unfinished build left by an older hwtp
+            os.rename(work, folder)
         except BaseException:
-            (folder / _MARKER).unlink(missing_ok=True)
+            shutil.rmtree(work, ignore_errors=True)
             raise
-        seconds = time.perf_counter() - start
-        (folder / _MARKER).write_text(
-            json.dumps({"key": key, "top": top, "backend": backend.name, "seconds": seconds}), encoding="utf-8"
-        )
         return Build(backend, folder, top, key, cached=False, seconds=seconds)

@@ -1,0 +1,161 @@
+"""Child processes of hwtp: each in its own process group, all killed together.
+
+Every simulator, build step and lint runs under :mod:`hwtp.sim.reaper` in a new session
+(``start_new_session=True``; no ``preexec_fn``, which is unsafe in a threaded process). The
+group dies with hwtp however hwtp ends: on a timeout or an interrupt hwtp kills the group;
+on ``kill -9`` the reaper's parent-death signal does. :func:`stop_all` (called when the main
+thread is interrupted) kills every live group and refuses new processes, so worker threads
+wind down at once and no new simulator starts. Temporary folders carry hwtp's process id;
+those of dead hwtp processes are removed the next time one is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+REAPER = Path(__file__).with_name("reaper.py")
+_TEMP_PREFIX = "hwtp-"
+
+_lock = threading.Lock()
+_live: set[subprocess.Popen[Any]] = set()
+_stop = threading.Event()
+_swept: set[str] = set()
+
+
+class Interrupted(Exception):
+    """hwtp is stopping: no new child process is started."""
+
+
+def wrap(argv: Sequence[str]) -> list[str]:
+    """``argv`` run under the reaper (its process group dies with hwtp)."""
+    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *map(str, argv)]
+
+
+def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """Start ``argv`` as the leader of a new process group; refused once hwtp is stopping."""
+    with _lock:
+        if _stop.is_set():
+            raise Interrupted("hwtp is stopping")
+        proc: subprocess.Popen[Any] = subprocess.Popen(wrap(argv), start_new_session=True, **kwargs)
+        _live.add(proc)
+    return proc
+
+
+def kill(proc: subprocess.Popen[Any]) -> None:
+    """Kill ``proc`` and its whole group, and reap it."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the leader is not reaped yet: the group is ours
+    proc.wait()
+    done(proc)
+
+
+def done(proc: subprocess.Popen[Any]) -> None:
+    """Forget a process that has exited."""
+    with _lock:
+        _live.discard(proc)
+
+
+def run(argv: Sequence[str], timeout: float | None = None, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    """Like :func:`subprocess.run` (no ``check``), but the whole group is killed on a timeout
+    or an interrupt. Raises :class:`subprocess.TimeoutExpired` after killing it."""
+    if kwargs.pop("capture_output", False):
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    proc = spawn(argv, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        kill(proc)
+        raise
+    done(proc)
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
+def stopping() -> bool:
+    return _stop.is_set()
+
+
+def stop_all() -> None:
+    """Refuse new processes and kill every live group (hwtp is being interrupted)."""
+    with _lock:
+        _stop.set()
+        live = list(_live)
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def reset() -> None:
+    """Allow new processes again (a new command starts)."""
+    _stop.clear()
+
+
+def map_threads(fn: Callable[[T], R], items: Iterable[T], workers: int) -> list[R]:
+    """``[fn(x) for x in items]`` on ``workers`` threads; if anything fails or the main
+    thread is interrupted, every child process is stopped before the threads are joined."""
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        futures = [pool.submit(fn, x) for x in items]
+        return [f.result() for f in futures]
+    except BaseException:
+        stop_all()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owned(path: Path) -> bool:
+    try:
+        return path.stat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
+def sweep(folder: Path, prefix: str) -> None:
+    """Remove ``{prefix}{pid}-*`` folders in ``folder`` left by hwtp processes that are gone."""
+    key = f"{folder}\0{prefix}"
+    if key in _swept:
+        return
+    _swept.add(key)
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            name = entry.name
+            if not name.startswith(prefix) or not entry.is_dir() or entry.is_symlink():
+                continue
+            pid = name[len(prefix) :].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and _owned(entry):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def tempdir(kind: str, parent: Path | None = None) -> tempfile.TemporaryDirectory[str]:
+    """A temporary folder ``hwtp-KIND-PID-*`` (removed on exit, on an interrupt and on SIGTERM;
+    after a ``kill -9``, by the next hwtp that makes one in the same place)."""
+    prefix = f"{_TEMP_PREFIX}{kind}-"
+    where = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+    sweep(where, prefix)
+    return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-", dir=parent)
