@@ -20,6 +20,7 @@ from hwtp.errors import PlanError, ScoreError
 from hwtp.mutate import MutantSet, schemata_sources, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
+from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
@@ -131,8 +132,8 @@ class Scores:
 
 def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[str, int]]:
     valid = {m.id: m.index for m in mutant_set.valid}
-    if wanted is None:
-        return [(GOLDEN, 0), *valid.items()]
+    if wanted is None:  # non-terminating mutants only when asked for by id
+        return [(GOLDEN, 0), *((m.id, m.index) for m in mutant_set.states)]
     out = []
     for state in wanted:
         if state == GOLDEN:
@@ -307,14 +308,12 @@ def run_evaluations(
     if not evaluations:
         return {}
     if config.isolated:
-        from concurrent.futures import ThreadPoolExecutor
 
         def one(ev: Evaluation) -> EvalResult:
             job = Job(design, (ev,), limits=config.limits)
             return run_job(build, job, workdir, counters=counters, progress=progress, on_result=on_result)[0]
 
-        with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
-            done = list(pool.map(one, evaluations))
+        done = procs.map_threads(one, evaluations, config.jobs)
     else:
         job = Job(design, tuple(evaluations), limits=config.limits)
         done = run_parallel(build, job, config.jobs, workdir, counters=counters, progress=progress, on_result=on_result)

@@ -4,7 +4,8 @@ It runs in the simulator process (``COCOTB_TEST_MODULES=hwtp.sim.harness``). The
 a job file (``$HWTP_JOB``: the design's clock/reset, the mutant selectors and a list of
 evaluations, each a mutant index and compiled tests); the harness runs every evaluation in
 order and appends one JSON line per evaluation to ``$HWTP_RESULTS``, flushed at once, so a
-crash loses nothing already done.
+crash loses nothing already done. A first line ``{"ready": true}`` tells the host that
+start-up is over and the evaluations' wall-clock budgets start.
 
 Timing (docs/plan-format.md is the contract; this is its implementation):
 
@@ -258,7 +259,8 @@ class Harness:
                 "tests": tests,
                 "first": first,
                 "cycles": cycles,
-                "reason": f"wall-clock limit of {self.wall_s:g} s",
+                "reason": f"evaluation exceeded {self.wall_s:g} s",
+                "fault": "hang",
             }
         except Exception as exc:  # an evaluation must never take the others down
             return {
@@ -285,6 +287,9 @@ async def hwtp_run_job(dut: Any) -> None:
     harness = Harness(dut, job)
     await harness.start()
     with open(results_path, "a", encoding="utf-8") as out:
+        # start-up is over: from here on the host counts each evaluation's own budget
+        out.write(json.dumps({"ready": True}) + "\n")
+        out.flush()
         for evaluation in job["evaluations"]:
             start = time.perf_counter()
             result = await harness.run(evaluation)

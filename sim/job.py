@@ -33,10 +33,13 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-evaluation limits: simulated cycles (checked before running) and wall-clock seconds."""
+    """Per-evaluation limits: simulated cycles (checked before running) and wall-clock
+    seconds per evaluation; ``startup_s`` bounds a simulator process from its start until
+    the harness reports it is ready (elaboration, Python start-up), counted apart."""
 
     max_cycles: int = 100_000
     wall_s: float = 30.0
+    startup_s: float = 60.0
 
 
 def compile_plan(plan: Plan, design: Design) -> tuple[dict[str, Any], ...]:

@@ -1,9 +1,14 @@
 """Run evaluations in simulator processes: batched, watched, and restarted after a crash.
 
-One process runs many evaluations (the harness streams a result line per evaluation). A
-watchdog kills a process whose current evaluation exceeds its wall-clock budget (that
-evaluation is a ``timeout``); a process that dies marks the evaluation it held as
-``error`` with the log tail, and the rest are re-run in a fresh process. The number of
+One process runs many evaluations (the harness streams a result line per evaluation). Two
+budgets, counted apart: start-up (process start and elaboration, until the harness reports
+it is ready; ``Limits.startup_s``) and each evaluation's own wall clock (``Limits.wall_s``,
+from the moment the previous result, or the ready line, was written). A watchdog kills a
+process whose current evaluation exceeds its budget (that evaluation is a ``timeout``, the
+mutant possibly non-terminating); a process that dies marks the evaluation it held as
+``error`` with the simulator's message (a design fault: ``$finish``, ``$fatal``, a
+combinational loop) or the log tail, and the rest are re-run in a fresh process. A process
+that cannot get ready is not retried: the design (or the toolchain) is broken. The number of
 results always equals the number of evaluations.
 """
 
@@ -11,31 +16,35 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shlex
 import subprocess
-import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hwtp import env
+from hwtp.errors import DesignError, SimulationError
+from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.job import Evaluation, Job, Limits
 
 log = logging.getLogger("hwtp.sim")
-#: Seconds a simulator process may take to start before its first evaluation counts.
-STARTUP_GRACE_S = 60.0
 _LOG_TAIL_LINES = 20
+_POLL_S = 0.05
+#: Seconds a process may take to exit after its last result (cocotb's shutdown).
+_SHUTDOWN_S = 10.0
 
 
 @dataclass(frozen=True)
 class EvalResult:
-    """What one evaluation gave: ``pass``, ``fail``, ``timeout`` or ``error``."""
+    """What one evaluation gave: ``pass``, ``fail``, ``timeout`` or ``error``.
+
+    ``fault`` says why a ``timeout``/``error`` happened when it is known: ``hang`` (the
+    evaluation exceeded its wall-clock budget), ``design`` (the design stopped the
+    simulator), ``budget`` (not run: the caller's overall time budget was spent)."""
 
     id: str
     status: str
@@ -44,11 +53,15 @@ class EvalResult:
     cycles: int = 0
     reason: str | None = None
     seconds: float = 0.0  # time the harness spent on it, inside the simulator
+    fault: str | None = None
 
     def as_line(self) -> dict[str, Any]:
         """The JSON form the harness writes (and the run store keeps)."""
-        return {"id": self.id, "status": self.status, "first": self.first, "tests": list(self.tests),
+        line = {"id": self.id, "status": self.status, "first": self.first, "tests": list(self.tests),
                 "cycles": self.cycles, "reason": self.reason, "seconds": self.seconds}
+        if self.fault:
+            line["fault"] = self.fault
+        return line
 
     @classmethod
     def from_line(cls, data: dict[str, Any]) -> EvalResult:
@@ -60,6 +73,7 @@ class EvalResult:
             cycles=int(data.get("cycles", 0)),
             reason=data.get("reason"),
             seconds=float(data.get("seconds", 0.0)),
+            fault=data.get("fault"),
         )
 
 
@@ -71,6 +85,8 @@ class Counters:
     evaluations: int = 0
 
     def __post_init__(self) -> None:
+        import threading
+
         self._lock = threading.Lock()
 
     def add(self, processes: int = 0, evaluations: int = 0) -> None:
@@ -88,12 +104,38 @@ def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     return "\n".join(text[-lines:])
 
 
+# What a simulator prints when the design itself stops the simulation (Verilator, Icarus).
+_FAULTS = (
+    (re.compile(r"%Error-DIDNOTCONVERGE:\s*(?P<msg>.*)"), "combinational loop: {msg}"),
+    (re.compile(r"%Fatal:\s*(?P<msg>.*)"), "$fatal: {msg}"),
+    (re.compile(r"%Error:\s*(?P<msg>\S+:\d+: Verilog \$stop.*)"), "$stop at {msg}"),
+    (re.compile(r"^- (?P<msg>\S+:\d+): Verilog \$finish"), "$finish at {msg}"),
+    (re.compile(r"(?P<msg>\S+:\d+: \$finish called at .*)"), "$finish at {msg}"),
+    (re.compile(r"^(?P<msg>FATAL: .*)"), "$fatal: {msg}"),
+    (re.compile(r"%Error:\s*(?P<msg>\S+:\d+: .*)"), "{msg}"),
+)
+_BUILD_PATH = re.compile(r"(?<![\w.-])(?:/[^\s:]*/)?src/(?=\S+:\d+)")  # a build's sources folder
+
+
+def design_fault(log_text: str) -> str | None:
+    """The simulator's message when the design stopped the simulation, else None."""
+    for line in log_text.splitlines():
+        for pattern, template in _FAULTS:
+            match = pattern.search(line.strip())
+            if match:
+                return template.format(msg=_BUILD_PATH.sub("", match.group("msg").strip()))
+    return None
+
+
 class ResultTail:
-    """Reads a results file incrementally: only complete new lines, each parsed once."""
+    """Reads a results file incrementally: only complete new lines, each parsed once.
+
+    The harness's first line (``{"ready": true}``) sets :attr:`ready`; it is no result."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
+        self.ready = False
         self.results: list[EvalResult] = []
 
     def poll(self) -> list[EvalResult]:
@@ -108,30 +150,27 @@ class ResultTail:
         for line in chunk[:end].splitlines():
             if line.strip():
                 try:
-                    new.append(EvalResult.from_line(json.loads(line)))
-                except (ValueError, KeyError):
+                    data = json.loads(line)
+                    if "ready" in data and "id" not in data:
+                        self.ready = True
+                        continue
+                    new.append(EvalResult.from_line(data))
+                except (ValueError, KeyError, TypeError):
                     break
         self.offset += end
         self.results.extend(new)
         return new
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the simulator gets SIGKILL when hwtp dies, even by ``kill -9`` (no orphans)."""
-    if _PRCTL is not None:
-        _PRCTL(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+@dataclass(frozen=True)
+class _Ended:
+    """How one simulator process ended."""
 
-
-def _load_prctl() -> Any:
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl() if sys.platform.startswith("linux") else None
+    results: list[EvalResult]
+    kind: str | None  # None (all done), "timeout", "error", "startup", "startup-timeout", "budget"
+    log: str
+    ready: bool
+    code: int | None
 
 
 def _run_process(
@@ -141,10 +180,12 @@ def _run_process(
     plusargs: Sequence[str],
     counters: Counters,
     on_result: Callable[[EvalResult], None] | None = None,
-) -> tuple[list[EvalResult], str | None, str]:
-    """Start one process on ``job``; return (results written, failure kind, log tail).
+    deadline: float | None = None,
+) -> _Ended:
+    """Start one process on ``job`` and watch it until it ends or a budget is spent.
 
-    ``on_result`` receives each result as soon as the harness has written it.
+    ``on_result`` receives each result as soon as the harness has written it; on an
+    interrupt the process group is killed and what was written is still delivered.
     """
     workdir = workdir.resolve()  # the simulator runs in workdir: every path it gets is absolute
     workdir.mkdir(parents=True, exist_ok=True)
@@ -157,46 +198,79 @@ def _run_process(
     environ["COCOTB_RESULTS_FILE"] = str(workdir / "results.xml")
     argv = build.backend.command(build.path, build.top, plusargs)
     log.debug("$ %s", shlex.join(argv))
-    counters.add(processes=1)
     tail = ResultTail(results_path)
+    limits = job.limits
     kind = None
+
+    def deliver() -> bool:
+        new = tail.poll()
+        for result in new:
+            counters.add(evaluations=1)
+            if on_result:
+                on_result(result)
+        return bool(new)
+
     with log_path.open("w", encoding="utf-8") as log_fh:
-        proc = subprocess.Popen(
-            argv,
-            cwd=workdir,
-            env=environ,
-            stdout=log_fh,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if _PRCTL is not None else None,
-        )
-        last_progress, budget = time.monotonic(), STARTUP_GRACE_S + job.limits.wall_s
-        while True:
-            try:
-                proc.wait(timeout=0.2)
-                finished = True
-            except subprocess.TimeoutExpired:
-                finished = False
-            new = tail.poll()
-            for result in new:
-                counters.add(evaluations=1)
-                if on_result:
-                    on_result(result)
-            if finished:
-                break
-            if new:
-                last_progress, budget = time.monotonic(), job.limits.wall_s + 5.0
-            elif time.monotonic() - last_progress > budget:
-                proc.kill()
-                proc.wait()
-                kind = "timeout"
-                for result in tail.poll():
-                    counters.add(evaluations=1)
-                    if on_result:
-                        on_result(result)
-                break
+        proc = procs.spawn(argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT)
+        counters.add(processes=1)
+        started = since = time.monotonic()
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=_POLL_S)
+                    finished = True
+                except subprocess.TimeoutExpired:
+                    finished = False
+                was_ready = tail.ready
+                progressed = deliver()
+                now = time.monotonic()
+                if progressed or (tail.ready and not was_ready):
+                    since = now  # the next evaluation's budget starts now
+                if finished:
+                    break
+                if procs.stopping():
+                    raise procs.Interrupted("hwtp is stopping")
+                if len(tail.results) >= len(job.evaluations):
+                    over = now - since > _SHUTDOWN_S  # all done: only cocotb's shutdown is left
+                elif deadline is not None and now > deadline:
+                    kind = "budget"
+                    over = True
+                elif not tail.ready:
+                    over = now - started > limits.startup_s
+                    kind = "startup-timeout" if over else None
+                else:
+                    over = now - since > limits.wall_s
+                    kind = "timeout" if over else None
+                if over:
+                    procs.kill(proc)
+                    deliver()
+                    break
+        except BaseException:
+            procs.kill(proc)
+            deliver()  # keep what the simulator wrote before it was stopped
+            raise
+        procs.done(proc)
     if kind is None and len(tail.results) < len(job.evaluations):
-        kind = "error"
-    return tail.results, kind, log_tail(log_path)
+        kind = "error" if tail.ready else "startup"
+    return _Ended(tail.results, kind, log_tail(log_path, 400), tail.ready, proc.returncode)
+
+
+def _startup_failure(ended: _Ended, limits: Limits) -> Exception:
+    """The error for a simulator process that never got ready (not retried: every process
+    of this build would fail the same way)."""
+    fault = design_fault(ended.log)
+    if fault:
+        return DesignError(f"the design stopped the simulator at start-up: {fault}")
+    short = "\n".join(ended.log.splitlines()[-_LOG_TAIL_LINES:])
+    if ended.kind == "startup-timeout":
+        return DesignError(
+            f"the simulator was not ready within its start-up budget of {limits.startup_s:g} s: the design may "
+            f"never settle at time 0 (a loop in an initial block, a combinational loop), or the machine is "
+            f"overloaded; log tail:\n{short}"
+        )
+    return SimulationError(
+        f"the simulator process exited before it was ready (exit code {ended.code}); log tail:\n{short}"
+    )
 
 
 def run_job(
@@ -207,48 +281,75 @@ def run_job(
     counters: Counters | None = None,
     progress: Callable[[int], None] | None = None,
     on_result: Callable[[EvalResult], None] | None = None,
+    *,
+    deadline: float | None = None,
+    drop_hung: bool = False,
 ) -> list[EvalResult]:
     """Run every evaluation of ``job``, restarting after crashes; results in job order.
 
     ``on_result`` is called with every result as soon as it exists (for a store that must
-    not lose finished work if hwtp is killed).
+    not lose finished work if hwtp is killed). ``deadline`` (``time.monotonic()``) is an
+    overall budget: evaluations not run by then are ``timeout`` with fault ``budget``.
+    ``drop_hung``: once an evaluation of a state exceeds its budget, the state's later
+    evaluations are not run (``timeout``, fault ``hang``): each would hang as well.
     """
     counters = counters or Counters()
     pending = list(job.evaluations)
     results: dict[str, EvalResult] = {}
+    wall = job.limits.wall_s
+
+    def put(result: EvalResult) -> None:
+        results[result.id] = result
+        if on_result:
+            on_result(result)
+        if progress:
+            progress(1)
+
     for ev in list(pending):
         if ev.cycles > job.limits.max_cycles:
-            results[ev.id] = EvalResult(
-                ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}"
-            )
             pending.remove(ev)
-            if on_result:
-                on_result(results[ev.id])
-    with tempfile.TemporaryDirectory(prefix="hwtp-sim-", dir=workdir) as tmp:
+            put(EvalResult(
+                ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}"
+            ))
+    with procs.tempdir("sim", workdir) as tmp:
         attempt = 0
         while pending:
+            if deadline is not None and time.monotonic() > deadline:
+                for ev in pending:
+                    put(EvalResult(ev.id, "timeout", reason="not run: the time budget was spent", fault="budget"))
+                break
             batch = replace(job, evaluations=tuple(pending))
-            got, kind, tail = _run_process(build, batch, Path(tmp) / f"p{attempt}", plusargs, counters, on_result)
+            ended = _run_process(build, batch, Path(tmp) / f"p{attempt}", plusargs, counters, on_result, deadline)
             attempt += 1
-            for r in got:
+            if procs.stopping():
+                raise procs.Interrupted("hwtp is stopping")
+            for r in ended.results:
                 results[r.id] = r
-            if progress and got:
-                progress(len(got))
-            pending = pending[len(got) :]
-            if pending and kind is not None:
-                held = pending.pop(0)
-                reason = (
-                    f"wall-clock limit of {job.limits.wall_s:g} s exceeded"
-                    if kind == "timeout"
-                    else "simulator process died"
-                )
-                results[held.id] = EvalResult(
-                    held.id, kind, reason=f"{reason}; log tail:\n{tail}" if kind == "error" else reason
-                )
-                if on_result:
-                    on_result(results[held.id])
-                if progress:
-                    progress(1)
+            if progress and ended.results:
+                progress(len(ended.results))
+            pending = pending[len(ended.results) :]
+            if not pending or ended.kind is None:
+                continue
+            if ended.kind in ("startup", "startup-timeout"):
+                raise _startup_failure(ended, job.limits)
+            if ended.kind == "budget":
+                continue  # the loop head marks the rest
+            held = pending.pop(0)
+            if ended.kind == "timeout":
+                reason = f"evaluation exceeded {wall:g} s"
+                put(EvalResult(held.id, "timeout", reason=reason, fault="hang"))
+                if drop_hung:
+                    skipped = [ev for ev in pending if ev.mutant == held.mutant]
+                    pending = [ev for ev in pending if ev.mutant != held.mutant]
+                    for ev in skipped:
+                        put(EvalResult(ev.id, "timeout", reason=f"{reason} (an earlier evaluation)", fault="hang"))
+            else:
+                fault = design_fault(ended.log)
+                short = "\n".join(ended.log.splitlines()[-_LOG_TAIL_LINES:])
+                if fault:
+                    put(EvalResult(held.id, "error", reason=f"simulator process died: {fault}", fault="design"))
+                else:
+                    put(EvalResult(held.id, "error", reason=f"simulator process died; log tail:\n{short}"))
     return [results[ev.id] for ev in job.evaluations]
 
 
@@ -261,15 +362,21 @@ def run_parallel(
     counters: Counters | None = None,
     progress: Callable[[int], None] | None = None,
     on_result: Callable[[EvalResult], None] | None = None,
+    *,
+    deadline: float | None = None,
+    drop_hung: bool = False,
 ) -> list[EvalResult]:
     """Split ``job`` into ``jobs`` contiguous chunks run by as many processes at once."""
     counters = counters or Counters()
     evaluations = list(job.evaluations)
     jobs = max(1, min(jobs, len(evaluations)))
+    options: dict[str, Any] = {"deadline": deadline, "drop_hung": drop_hung}
     if jobs == 1:
-        return run_job(build, job, workdir, plusargs, counters, progress, on_result)
+        return run_job(build, job, workdir, plusargs, counters, progress, on_result, **options)
     size = -(-len(evaluations) // jobs)
     chunks = [evaluations[i : i + size] for i in range(0, len(evaluations), size)]
+    import threading
+
     lock = threading.Lock()
 
     def tick(n: int) -> None:
@@ -277,17 +384,14 @@ def run_parallel(
             with lock:
                 progress(n)
 
-    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        futures = [
-            pool.submit(
-                run_job, build, replace(job, evaluations=tuple(c)), workdir, plusargs, counters, tick, on_result
-            )
-            for c in chunks
-        ]
-        out: list[EvalResult] = []
-        for f in futures:
-            out.extend(f.result())
+    def one(chunk: list[Evaluation]) -> list[EvalResult]:
+        sub = replace(job, evaluations=tuple(chunk))
+        return run_job(build, sub, workdir, plusargs, counters, tick, on_result, **options)
+
+    out: list[EvalResult] = []
+    for part in procs.map_threads(one, chunks, len(chunks)):
+        out.extend(part)
     return out
 
 
-__all__ = ["Counters", "EvalResult", "Evaluation", "Limits", "run_job", "run_parallel"]
+__all__ = ["Counters", "EvalResult", "Evaluation", "Limits", "design_fault", "run_job", "run_parallel"]
