@@ -25,6 +25,8 @@ from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.rtl import module_body_offsets
 
 MUTANTS_JSON = "mutants.json"
+#: Class of a mutant whose evaluation never ends within its budget (reason in ``Mutant.reason``).
+NONTERMINATING = "nonterminating"
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,16 @@ class MutantSet:
     @property
     def valid(self) -> tuple[Mutant, ...]:
         return tuple(m for m in self.mutants if m.status == "valid")
+
+    @property
+    def states(self) -> tuple[Mutant, ...]:
+        """The valid mutants that make default states for planning, scoring and training:
+        all but the non-terminating ones (every evaluation on them would only time out)."""
+        return tuple(m for m in self.valid if m.klass != NONTERMINATING)
+
+    @property
+    def nonterminating(self) -> tuple[Mutant, ...]:
+        return tuple(m for m in self.valid if m.klass == NONTERMINATING)
 
     def get(self, mutant_id: str) -> Mutant:
         for m in self.mutants:

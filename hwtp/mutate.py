@@ -9,12 +9,11 @@ witness search (:mod:`hwtp.witness`). The records and the mutant directory live 
 
 from __future__ import annotations
 
+import logging
 import random
 import subprocess
-import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,24 @@ import pyslang
 from hwtp.design import Design, SourceFile
 from hwtp.errors import MutantError
 from hwtp.gitlines import changed_lines
-from hwtp.mutantset import MUTANTS_JSON, Mutant, MutantSet, load, schemata_sources, set_hash, write
+from hwtp.mutantset import (
+    MUTANTS_JSON,
+    NONTERMINATING,
+    Mutant,
+    MutantSet,
+    load,
+    schemata_sources,
+    set_hash,
+    write,
+)
 from hwtp.mutators.schemata import standalone
 from hwtp.mutators.site import Site
 from hwtp.plan import Plan
-from hwtp.sim import toolchain
+from hwtp.sim import procs, toolchain
 
 __all__ = [
     "MUTANTS_JSON",
+    "NONTERMINATING",
     "Mutant",
     "MutantSet",
     "MutationConfig",
@@ -43,6 +52,10 @@ __all__ = [
     "set_hash",
     "write",
 ]
+
+
+log = logging.getLogger("hwtp.mutate")
+_LINT_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,8 @@ class MutationConfig:
     branching: int = 2  # children per mutant at each extra level
     equivalents: int = 0  # semantics-preserving variants of golden to add
     witness_cycles: int = 2000  # witness-search budget per mutant (0: skip)
+    eval_timeout: float = 3.0  # wall-clock s per witness evaluation; over it: non-terminating
+    witness_timeout: float = 300.0  # wall-clock s for a whole witness search
     prefer_killable: bool = True  # over-sample 2x and keep provably killable mutants first
     lint_args: tuple[str, ...] = ()  # the design's own Verilator arguments (-D, -I, -G) for validation
 
@@ -70,6 +85,8 @@ class MutationConfig:
             raise MutantError("--depth must be from 1 to 4")
         if self.branching < 1 or self.equivalents < 0 or self.witness_cycles < 0:
             raise MutantError("--branching must be >= 1; --equivalents and --witness-cycles >= 0")
+        if not (self.eval_timeout > 0 and self.witness_timeout > 0):
+            raise MutantError("--eval-timeout and --witness-timeout must be positive numbers of seconds")
 
 
 def _find(design: Design, config: MutationConfig, operators: tuple[str, ...] | None = None) -> list[Site]:
@@ -128,7 +145,7 @@ def _lint(design: Design, sources: Sequence[SourceFile], args: Sequence[str] = (
     ``args`` are the design's own build arguments (defines, include folders, parameters).
     """
     tool = toolchain.find_verilator()
-    with tempfile.TemporaryDirectory(prefix="hwtp-lint-") as tmp:
+    with procs.tempdir("lint") as tmp:
         paths = []
         for src in sources:
             path = Path(tmp) / src.path
@@ -146,15 +163,13 @@ def _lint(design: Design, sources: Sequence[SourceFile], args: Sequence[str] = (
             *args,
             *paths,
         ]
-        out = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-            env=toolchain.simulator_environment(tool),
-            cwd=tmp,
-        )
+        try:
+            out = procs.run(
+                argv, timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
+                env=toolchain.simulator_environment(tool), cwd=tmp,
+            )
+        except subprocess.TimeoutExpired:
+            return f"Verilator lint did not finish within {_LINT_TIMEOUT_S} s"
     if out.returncode == 0:
         return None
     errors = [ln for ln in (out.stderr + out.stdout).splitlines() if "%Error" in ln]
@@ -230,8 +245,7 @@ def _validate(design: Design, candidates: list[Mutant], jobs: int, args: Sequenc
     if to_lint and _lint_together(design, to_lint, args) is None:
         reasons: list[str | None] = [None] * len(to_lint)
     else:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            reasons = list(pool.map(lambda m: _lint(design, staged.sources_of(m), args), to_lint))
+        reasons = procs.map_threads(lambda m: _lint(design, staged.sources_of(m), args), to_lint, jobs)
     for m, reason in zip(to_lint, reasons, strict=True):
         out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]
@@ -326,9 +340,11 @@ def _keep_killable_first(
     staged = classify(_number(design, config.seed, candidates), config)
     by_site = {m.sites[0]: m for m in staged.mutants}
     killable = [m.sites[0] for m in staged.valid if m.klass == "killable"]
-    others = [m.sites[0] for m in staged.valid if m.klass != "killable"]
+    others = [m.sites[0] for m in staged.valid if m.klass not in ("killable", NONTERMINATING)]
+    hung = [m.sites[0] for m in staged.valid if m.klass == NONTERMINATING]
     chosen = select_sites(killable, config.n, config.seed)
-    chosen += select_sites(others, config.n - len(chosen), config.seed) if len(chosen) < config.n else []
+    for rest in (others, hung):  # unknown ones fill up first; non-terminating ones last
+        chosen += select_sites(rest, config.n - len(chosen), config.seed) if len(chosen) < config.n else []
     rejected = [m.sites[0] for m in staged.mutants if m.status != "valid"]
     kept: list[Mutant] = []
     witnesses: dict[str, Plan] = {}
@@ -364,22 +380,44 @@ def _number(design: Design, seed: int, mutants: list[Mutant] | tuple[Mutant, ...
 
 
 def classify(mutant_set: MutantSet, config: MutationConfig, known: dict[str, Plan] | None = None) -> MutantSet:
-    """Search witnesses: killable mutants get one; an 'equivalent' with a witness is rejected.
+    """Search witnesses: killable mutants get one; an 'equivalent' with a witness is rejected;
+    a mutant whose evaluation exceeds ``config.eval_timeout`` is ``nonterminating`` (with the
+    reason; kept out of training states by default).
 
-    ``known`` witnesses (by mutant id) are kept and their mutants not searched again.
+    ``known`` witnesses (by mutant id) are kept, and their mutants, like those already
+    classified non-terminating, are not searched again.
     """
     from hwtp.witness import WitnessConfig, find_witnesses
 
     known = dict(known or {})
     schemata, _ = schemata_sources(mutant_set)
-    targets = [(m.id, m.index) for m in mutant_set.valid if m.id not in known]
-    witness_config = WitnessConfig(cycles=config.witness_cycles, seed=config.seed, jobs=config.jobs)
+    targets = [(m.id, m.index) for m in mutant_set.valid if m.id not in known and m.klass != NONTERMINATING]
+    witness_config = WitnessConfig(
+        cycles=config.witness_cycles,
+        seed=config.seed,
+        jobs=config.jobs,
+        eval_s=config.eval_timeout,
+        total_s=config.witness_timeout,
+    )
     found = dict(known)
+    hung: dict[str, str] = {}
     if targets:
-        found.update(find_witnesses(mutant_set.design, schemata, targets, witness_config))
+        search = find_witnesses(mutant_set.design, schemata, targets, witness_config)
+        found.update(search.witnesses)
+        hung = search.hung
+        if search.unsearched:
+            log.warning(
+                "witness search stopped after its budget of %g s: %d mutant(s) not searched (they stay unknown)",
+                config.witness_timeout,
+                search.unsearched,
+            )
     out = []
     for m in mutant_set.mutants:
-        if m.id in found and m.klass == "equivalent":
+        if m.id in hung and m.klass == "equivalent":
+            m = replace(m, status="rejected", reason=f"not equivalent: it does not terminate ({hung[m.id]})")
+        elif m.id in hung:
+            m = replace(m, klass=NONTERMINATING, reason=hung[m.id])
+        elif m.id in found and m.klass == "equivalent":
             m = replace(m, status="rejected", reason="not equivalent: a witness tells it from golden")
         elif m.id in found:
             m = replace(m, klass="killable")

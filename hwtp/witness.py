@@ -5,15 +5,22 @@ witness, all in one simulator process (the selector switches mutants). The first
 where a mutant's outputs differ from golden's gives its witness: the stimulus up to that
 point with golden's outputs expected there, a plan that passes on golden and fails on the
 mutant. Mutants never told apart within the budget stay ``unknown``.
+
+Every evaluation has a short wall-clock budget (``eval_s``; a stimulus simulates in
+milliseconds): a mutant whose evaluation exceeds it does not terminate (a loop whose exit
+was mutated away) and is not simulated again. The whole search has a time budget
+(``total_s``); mutants not searched by then stay ``unknown``.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hwtp.design import Design
+from hwtp.errors import DesignError
 from hwtp.plan import Plan, Step, TestCase
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
@@ -32,6 +39,18 @@ class WitnessConfig:
     seed: int = 0
     stimulus: StimulusConfig = field(default_factory=lambda: StimulusConfig(tests=4, cycles=16))
     jobs: int = 1
+    eval_s: float = 3.0  # wall-clock seconds per evaluation; over it a mutant is non-terminating
+    total_s: float = 300.0  # wall-clock seconds for the whole search (the build not counted)
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the witness search found: witness plans, non-terminating mutants (id -> reason)
+    and how many mutants the time budget left unsearched."""
+
+    witnesses: dict[str, Plan]
+    hung: dict[str, str]
+    unsearched: int = 0
 
 
 def _round_cost(design: Design, stimulus: StimulusConfig) -> int:
@@ -72,19 +91,23 @@ def find_witnesses(
     mutants: list[tuple[str, int]],
     config: WitnessConfig,
     cache_root: Path | None = None,
-) -> dict[str, Plan]:
-    """Witness plans by mutant id; ``mutants`` pairs ids with selector values.
+) -> Search:
+    """Witness plans and non-terminating mutants; ``mutants`` pairs ids with selector values.
 
     Two batched phases, each one simulator job: a short first pass (most mutants die at
     once), then the rest of the budget in one go for the survivors. Process start-up, not
     simulation, is what costs: one process per round would dominate.
     """
     build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    deadline = time.monotonic() + config.total_s
     rounds = max(1, config.cycles // _round_cost(design, config.stimulus))
     remaining = dict(mutants)
     found: dict[str, Plan] = {}
+    hung: dict[str, str] = {}
+    golden_ok, golden_problem = False, None
+    limits = Limits(wall_s=config.eval_s)
     for first, last in ((0, min(2, rounds)), (min(2, rounds), rounds)):
-        if not remaining or first >= last:
+        if not remaining or first >= last or time.monotonic() > deadline:
             continue
         stimuli = {r: random_stimulus(design, config.seed * 100_003 + r, config.stimulus, prefix=f"r{r}")
                    for r in range(first, last)}
@@ -94,18 +117,30 @@ def find_witnesses(
             evaluations.append(Evaluation(f"{r}:golden", compiled, 0, stop_on_fail=False, cycles=cycles))
             evaluations += [Evaluation(f"{r}:{mid}", compiled, k, stop_on_fail=False, cycles=cycles)
                             for mid, k in remaining.items()]
-        job = Job(design, tuple(evaluations), limits=Limits())
-        results = {r.id: r for r in run_parallel(build, job, config.jobs)}
+        job = Job(design, tuple(evaluations), limits=limits)
+        results = {r.id: r for r in run_parallel(build, job, config.jobs, deadline=deadline, drop_hung=True)}
+        for mid in list(remaining):
+            reason = next((results[f"{r}:{mid}"].reason for r in stimuli
+                           if results[f"{r}:{mid}"].fault == "hang"), None)
+            if reason is not None:
+                hung[mid] = reason
+                del remaining[mid]
         for r, stimulus in stimuli.items():
             golden = results[f"{r}:golden"]
             if golden.status != "pass":
+                if golden.fault in ("design", "hang"):
+                    golden_problem = golden_problem or golden.reason
                 continue  # golden itself misbehaved on this stimulus: it proves nothing
+            golden_ok = True
             for mid in list(remaining):
                 plan = _compare(design, stimulus, golden, results[f"{r}:{mid}"], mid)
                 if plan is not None:
                     found[mid] = plan
                     del remaining[mid]
-    return found
+    if golden_problem and not golden_ok:
+        raise DesignError(f"{design.name}: the design fails on every random stimulus: {golden_problem}")
+    unsearched = len(remaining) if time.monotonic() > deadline else 0
+    return Search(found, hung, unsearched)
 
 
 def _compare(design: Design, stimulus: Plan, golden: EvalResult, mutant: EvalResult, mid: str) -> Plan | None:

@@ -61,6 +61,20 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     help="Witness-search budget per mutant: clock cycles (input vectors for combinational designs); 0: skip.",
 )
 @click.option(
+    "--eval-timeout",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="Wall-clock s per witness-search evaluation (start-up not counted); a mutant over it is non-terminating.",
+)
+@click.option(
+    "--witness-timeout",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="Wall-clock s for the whole witness search; mutants not searched by then stay unknown.",
+)
+@click.option(
     "--prefer-killable/--no-prefer-killable",
     default=True,
     show_default=True,
@@ -83,6 +97,8 @@ def mutate(
     branching: int,
     equivalents: int,
     witness_cycles: int,
+    eval_timeout: float,
+    witness_timeout: float,
     prefer_killable: bool,
     jobs: int,
 ) -> None:
@@ -100,6 +116,8 @@ def mutate(
         branching=branching,
         equivalents=equivalents,
         witness_cycles=witness_cycles,
+        eval_timeout=eval_timeout,
+        witness_timeout=witness_timeout,
         prefer_killable=prefer_killable,
     )
     result = engine.mutate(loaded, config)
@@ -120,6 +138,12 @@ def mutate(
     click.echo(
         f"classes: {dict(sorted(classes.items()))}" + (f" ({killable / len(valid):.0%} killable)" if valid else "")
     )
+    hung = result.nonterminating
+    if hung:
+        click.echo(
+            f"non-terminating: {len(hung)} ({hung[0].reason}; {', '.join(m.id for m in hung)}): "
+            "left out of the default states of hwtp plan, score and run"
+        )
     families = Counter(m.operator.split(".")[0] for m in valid)
     click.echo("families: " + ", ".join(f"{f} {n}" for f, n in sorted(families.items())))
     click.echo(f"wrote {path}")
