@@ -117,3 +117,32 @@ def test_back_to_back_multi_worker_runs_never_fail(tmp_path: Path) -> None:
             assert store.evaluation_count("fifo_sync") == 1040
             assert store.counters()["simulations"] == 1040
             assert len(store.samples("fifo_sync")) == 33 * 16
+
+
+@pytest.mark.sim
+def test_status_reads_while_a_run_is_going(tmp_path: Path) -> None:
+    import time
+
+    rundir = tmp_path / "run"
+    run = subprocess.Popen(
+        [HWTP, "run", "fifo_sync", "-o", str(rundir), "--states", "16", "-G", "8", "-j", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
+    )
+    try:
+        deadline, seen = time.monotonic() + 600, False
+        while time.monotonic() < deadline and run.poll() is None:
+            if (rundir / DB_NAME).exists():
+                status = subprocess.run(
+                    [HWTP, "status", str(rundir)], capture_output=True, text=True, timeout=60, check=False
+                )
+                if status.returncode == 0 and "fifo_sync" in status.stdout:
+                    seen = run.poll() is None  # answered while the run still held its lock
+                    if seen:
+                        break
+                else:
+                    assert "no run has started" in status.stderr, status.stderr
+            time.sleep(0.2)
+        assert seen, "hwtp status never answered while the run was going"
+    finally:
+        _, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err
