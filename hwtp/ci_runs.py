@@ -25,6 +25,7 @@ from xml.etree import ElementTree
 from hwtp.ci_config import CiConfig
 from hwtp.errors import ToolchainError
 from hwtp.mutators.schemata import PLUSARG
+from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.runner import log_tail
 
@@ -113,7 +114,7 @@ class Processes:
                 raise InterruptedError("stopped")
             log.debug("$ %s", shlex.join(argv))
             try:
-                proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+                proc = procs.spawn(argv, **kwargs)  # its own group, which dies with hwtp
             except OSError as exc:
                 raise ToolchainError(f"cannot start the simulator {argv[0]}: {exc.strerror}") from exc
             self._live.add(proc)
@@ -122,6 +123,7 @@ class Processes:
     def finish(self, proc: subprocess.Popen[bytes], kill: bool) -> None:
         if kill:
             _kill(proc)
+        procs.done(proc)
         with self._lock:
             self._live.discard(proc)
 

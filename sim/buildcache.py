@@ -2,7 +2,7 @@
 
 The key covers the sources (names and text), the top module, the extra build arguments and
 the toolchain fingerprint. A build happens under an exclusive file lock, in a private
-folder (``.tmp-NAME-PID-*`` next to the cache entries) that is renamed into place, in one
+folder (``.tmp-PID-NAME-*`` next to the cache entries) that is renamed into place, in one
 atomic step, only once it is complete: a build folder in the cache is always finished, and
 an interrupted build leaves nothing another process would use or delete under a running
 build. Private folders of dead processes (``kill -9``) are removed by the next build; two
@@ -73,8 +73,8 @@ def ensure_build(
         if (folder / _MARKER).is_file():
             return Build(backend, folder, top, key, cached=True, seconds=0.0)
         start = time.perf_counter()
-        procs.sweep(base, f".tmp-{folder.name}-")
-        work = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}-{os.getpid()}-", dir=base))
+        procs.sweep(base, ".tmp-")
+        work = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{folder.name}-", dir=base))
         try:
             work.chmod(0o755)
             paths = []

@@ -71,10 +71,10 @@ def wait_for(what: str, check: Callable[[], bool], proc: subprocess.Popen[str], 
     pytest.fail(f"never saw {what}")
 
 
-def interrupt(proc: subprocess.Popen[str]) -> tuple[float, str]:
-    """SIGINT ``proc``; return the seconds it took to exit and its stderr."""
+def interrupt(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[float, str]:
+    """Signal ``proc`` (SIGINT); return the seconds it took to exit and its stderr."""
     start = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     try:
         _, err = proc.communicate(timeout=30)
     finally:
@@ -154,7 +154,10 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
 
 
 @pytest.mark.sim
-def test_ctrl_c_during_batched_scoring(hang_set: tuple[Path, float, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 128 + signal.SIGTERM)])
+def test_ctrl_c_or_sigterm_during_batched_scoring(
+    hang_set: tuple[Path, float, str], tmp_path: Path, sig: int, code: int
+) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     plans = tmp_path / "plans"
@@ -164,10 +167,10 @@ def test_ctrl_c_during_batched_scoring(hang_set: tuple[Path, float, str], tmp_pa
     proc = hwtp("score", hang_set[0], "--plans", plans, "-j", "2", env=environment(tmp), cwd=tmp_path)
     wait_for("a simulator", lambda: any("hwtp_top" in p for p in referencing(str(tmp))), proc, 300)
     time.sleep(1.0)  # mid-score: evaluations done and running
-    seconds, err = interrupt(proc)
-    print(f"measured: hwtp score stopped {seconds:.2f} s after SIGINT")
-    assert seconds < 2.0, f"stopped {seconds:.2f} s after SIGINT"
-    assert proc.returncode == 130 and "Traceback" not in err, err
+    seconds, err = interrupt(proc, sig)
+    print(f"measured: hwtp score stopped {seconds:.2f} s after signal {sig}")
+    assert seconds < 2.0, f"stopped {seconds:.2f} s after signal {sig}"
+    assert proc.returncode == code and "Traceback" not in err, err
     assert referencing(str(tmp)) == []  # no simulator left, none started after the signal
     assert list(tmp.iterdir()) == []  # no temporary folder left
 
