@@ -19,6 +19,7 @@ import logging
 import re
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -85,8 +86,6 @@ class Counters:
     evaluations: int = 0
 
     def __post_init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
 
     def add(self, processes: int = 0, evaluations: int = 0) -> None:
@@ -375,8 +374,6 @@ def run_parallel(
         return run_job(build, job, workdir, plusargs, counters, progress, on_result, **options)
     size = -(-len(evaluations) // jobs)
     chunks = [evaluations[i : i + size] for i in range(0, len(evaluations), size)]
-    import threading
-
     lock = threading.Lock()
 
     def tick(n: int) -> None:
