@@ -137,8 +137,12 @@ def find_witnesses(
                 if plan is not None:
                     found[mid] = plan
                     del remaining[mid]
+        if golden_problem and not golden_ok:
+            break  # golden cannot be simulated: searching on is pointless
     if golden_problem and not golden_ok:
-        raise DesignError(f"{design.name}: the design fails on every random stimulus: {golden_problem}")
+        raise DesignError(
+            f"{design.name}: the design stopped the simulator on every random stimulus tried: {golden_problem}"
+        )
     unsearched = len(remaining) if time.monotonic() > deadline else 0
     return Search(found, hung, unsearched)
 

@@ -290,7 +290,9 @@ def run_job(
     not lose finished work if hwtp is killed). ``deadline`` (``time.monotonic()``) is an
     overall budget: evaluations not run by then are ``timeout`` with fault ``budget``.
     ``drop_hung``: once an evaluation of a state exceeds its budget, the state's later
-    evaluations are not run (``timeout``, fault ``hang``): each would hang as well.
+    evaluations are not run (``timeout``, fault ``hang``): each would hang as well; once a
+    golden (mutant 0) evaluation stops the simulator, the evaluations up to the next golden
+    one are not run (``error``, fault ``design``): they are compared with that golden run.
     """
     counters = counters or Counters()
     pending = list(job.evaluations)
@@ -346,7 +348,12 @@ def run_job(
                 fault = design_fault(ended.log)
                 short = "\n".join(ended.log.splitlines()[-_LOG_TAIL_LINES:])
                 if fault:
-                    put(EvalResult(held.id, "error", reason=f"simulator process died: {fault}", fault="design"))
+                    reason = f"simulator process died: {fault}"
+                    put(EvalResult(held.id, "error", reason=reason, fault="design"))
+                    if drop_hung and held.mutant == 0:  # golden stops the simulator: mutants up to the
+                        while pending and pending[0].mutant != 0:  # next golden evaluation prove nothing
+                            ev = pending.pop(0)
+                            put(EvalResult(ev.id, "error", reason=f"not run: golden {reason}", fault="design"))
                 else:
                     put(EvalResult(held.id, "error", reason=f"simulator process died; log tail:\n{short}"))
     return [results[ev.id] for ev in job.evaluations]

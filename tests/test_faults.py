@@ -290,3 +290,15 @@ def test_a_design_that_stops_the_simulator_is_bad_input(
     code, _, err = run_cli("sim", DATA / f"{name}.v", plan, "--clock", "none")
     assert code == 2, err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize(("name", "message"), [("fault_comb", "combinational loop"), ("fault_fatal", "$fatal")])
+def test_mutate_on_a_design_that_stops_the_simulator_is_bad_input(
+    run_cli: Any, tmp_path: Path, name: str, message: str
+) -> None:
+    start = time.monotonic()
+    code, _, err = run_cli("mutate", DATA / f"{name}.v", "--clock", "none", "-n", "4", "-o", tmp_path / "mut")
+    assert code == 2 and "Traceback" not in err, err
+    assert "the design stopped the simulator" in err and message in err
+    assert time.monotonic() - start < 120  # no process restarted per evaluation
