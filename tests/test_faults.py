@@ -150,6 +150,22 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
     print(f"measured: a hang detected {detect:.2f} s after the evaluation started (budget 1 s)")
 
 
+@pytest.mark.sim
+def test_start_up_has_its_own_budget(hang_set: tuple[Path, float, str]) -> None:
+    from hwtp.errors import DesignError
+    from hwtp.score import schemata_build
+    from hwtp.sim.job import Evaluation, Job, Limits
+    from hwtp.sim.runner import run_job
+
+    mutant_set = engine.load(hang_set[0])
+    build = schemata_build(mutant_set)
+    job = Job(mutant_set.design, (Evaluation("e", ()),), limits=Limits(wall_s=30.0, startup_s=0.2))
+    start = time.monotonic()
+    with pytest.raises(DesignError, match=r"not ready within its start-up budget of 0\.2 s"):
+        run_job(build, job)
+    assert time.monotonic() - start < 2.0  # not retried, not the evaluation's 30 s
+
+
 # -- interrupts and orphans ----------------------------------------------------------------
 
 
