@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,16 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
     detect = seen["hung"] - seen["g0"]
     assert 1.0 <= detect < 1.8, f"hang detected after {detect:.2f} s"
     print(f"measured: a hang detected {detect:.2f} s after the evaluation started (budget 1 s)")
+
+
+@pytest.mark.sim
+def test_the_witness_search_has_a_total_budget(hang_set: tuple[Path, float, str]) -> None:
+    mutant_set = engine.load(hang_set[0])
+    fresh = replace(mutant_set, mutants=tuple(replace(m, klass="unknown", reason=None) for m in mutant_set.mutants))
+    start = time.monotonic()
+    out = engine.classify(fresh, engine.MutationConfig(witness_timeout=0.001))
+    assert time.monotonic() - start < 60  # the (cached) build, then nothing simulated
+    assert {m.klass for m in out.valid} == {"unknown"} and not out.witnesses
 
 
 @pytest.mark.sim
