@@ -84,6 +84,11 @@ class ClientConfig:
     connect_timeout: float = 10.0
     #: Longest wait for the next bytes of a response (generation can be slow).
     read_timeout: float = 300.0
+    #: Total deadline of one HTTP attempt, from sending the request to the last byte of the
+    #: response (a server that drips a byte at a time never outlives it).
+    request_timeout: float = 300.0
+    #: Largest response body read; a longer one fails the request ("response exceeds N bytes").
+    max_response_bytes: int = env.DEFAULT_MAX_RESPONSE_BYTES
     #: Retries after the first attempt of each HTTP request.
     max_retries: int = 5
     #: Retry ``k`` (from 0) waits uniformly in [0, min(backoff_max, backoff_base * 2**k)].
@@ -106,7 +111,7 @@ class ClientConfig:
             )
         if not self.model:
             raise ConfigError("model must be set (the name the endpoint serves)")
-        for name in ("connect_timeout", "read_timeout", "retry_after_max"):
+        for name in ("connect_timeout", "read_timeout", "request_timeout", "retry_after_max"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.backoff_base < 0 or self.backoff_max < 0:
@@ -115,6 +120,8 @@ class ClientConfig:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}")
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.max_response_bytes < 1:
+            raise ConfigError(f"max_response_bytes must be >= 1, got {self.max_response_bytes}")
 
 
 @dataclass(frozen=True)

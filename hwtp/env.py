@@ -16,6 +16,8 @@ VERILATOR_VAR = "HWTP_VERILATOR"
 ALLOW_SYSTEM_TASKS_VAR = "HWTP_ALLOW_SYSTEM_TASKS"
 #: Default variable holding the API key of an OpenAI-compatible endpoint.
 DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
+#: Default cap on an endpoint's response body (bytes): far above any plan, far below a memory problem.
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 
 def get(name: str) -> str | None:

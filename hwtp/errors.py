@@ -42,6 +42,21 @@ class PolicyError(HwtpError):
     """A policy (LLM endpoint, replay source) failed or is misconfigured."""
 
 
+class PolicyUnavailable(PolicyError):
+    """The policy could not produce some samples (an endpoint failed after its retries).
+
+    Those samples get no plan record, so they are never scored, advantaged or exported; what
+    was produced is kept and a rerun asks only for the missing samples. Exit 1: the command
+    could not finish, the input was fine.
+    """
+
+    exit_code = EXIT_GATE
+
+
+class EndpointAuthError(PolicyError):
+    """The endpoint refused the API key (HTTP 401/403): bad input, stops at once."""
+
+
 class StoreError(HwtpError):
     """The run store is corrupt, foreign, locked or inconsistent with the request."""
 

@@ -6,18 +6,25 @@ client or transport. It asks for ``n`` samples in one request and, when the serv
 remembers that for the rest of the client's life). Transient failures (429, 500, 502, 503, 504,
 connection and read errors, timeouts, unparsable or empty responses) are retried with
 exponential backoff and full jitter, honouring ``Retry-After``; other 4xx fail at once with the
-server's message. ``finish_reason: length`` is not an error: the truncated text comes back with
-its finish reason. With a :class:`hwtp.cache.ResponseCache`, cached samples are returned without
+server's message; 401/403 is :class:`hwtp.errors.EndpointAuthError` and fails every later
+request of the client at once. ``finish_reason: length`` is not an error: the truncated text
+comes back with its finish reason. Every attempt is bounded: ``request_timeout`` is a total
+deadline from sending to the last byte (not per read), and the body is streamed and refused
+beyond ``max_response_bytes``. With a :class:`hwtp.cache.ResponseCache`, cached samples are returned without
 a request and each received sample is stored as soon as it arrives.
 
 The API key is read from the environment (:func:`hwtp.env.api_key`) and goes only into the
-``Authorization`` header: it is never logged, put in an exception or repr, or cached.
+``Authorization`` header: it is never logged, put in an exception or repr, or cached; a
+completion that reflects it has it replaced by ``[redacted]``. Lone surrogates (JSON
+``"\\ud800"``) in completions become U+FFFD, so every completion can be stored as UTF-8.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import json
 import logging
 import random
 import re
@@ -41,8 +48,9 @@ from hwtp.chat import (
     SamplingParams,
     Usage,
 )
-from hwtp.errors import ConfigError, HwtpError, PolicyError
+from hwtp.errors import ConfigError, EndpointAuthError, HwtpError, PolicyError
 from hwtp.retry import backoff_delay, parse_retry_after, redact_url, retry_delay
+from hwtp.yamlio import clean_text
 
 __all__ = [
     "ChatClient", "ChatRequest", "ClientConfig", "Completion", "PartialCompletionsError", "RequestResult",
@@ -55,6 +63,10 @@ log = logging.getLogger("hwtp.llm")
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: Server error text kept in exception messages (characters).
 ERROR_TEXT_MAX = 300
+#: Bytes of an error response read (the rest is not read).
+ERROR_BODY_MAX = 64 * 1024
+#: What replaces the API key's value when a server reflects it into a completion.
+REDACTED = "[redacted]"
 _RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 _MENTIONS_N = re.compile(r"(?<![A-Za-z0-9_])n(?![A-Za-z0-9_])")
 
@@ -136,6 +148,8 @@ class ChatClient:
         self._cache_endpoint = redact_url(config.endpoint).rstrip("/")
         #: False once the endpoint refused ``n > 1`` or returned fewer choices than asked.
         self.supports_n = True
+        #: Set once the endpoint refused the credentials: every later request fails with it.
+        self._auth_failure: str | None = None
 
     def __repr__(self) -> str:
         return f"ChatClient(endpoint={self._where!r}, model={self.config.model!r})"
@@ -186,12 +200,14 @@ class ChatClient:
             for i, key in enumerate(keys):
                 cached = _from_cache(self._cache.get(key))
                 if cached is not None:
-                    found[i] = cached
+                    found[i] = dataclasses.replace(cached, text=self._sanitize(cached.text))
         missing = [i for i in range(count) if i not in found]
         if missing:
             log.debug("%s: %d cached, requesting %d", self._where, len(found), len(missing))
             try:
                 await self._fetch(msgs, params, missing, found, keys)
+            except EndpointAuthError:
+                raise
             except PolicyError as exc:
                 if not found:
                     raise
@@ -259,7 +275,7 @@ class ChatClient:
             if not isinstance(error, PolicyError):
                 raise error
         if errors:
-            raise errors[0]
+            raise next((e for e in errors if isinstance(e, EndpointAuthError)), errors[0])
 
     async def _single(
         self,
@@ -289,7 +305,7 @@ class ChatClient:
                 del value["from_cache"]
                 try:
                     self._cache.put(keys[index], value, replace=self._refresh)
-                except PolicyError as exc:  # a sample in hand beats a cached one
+                except HwtpError as exc:  # a sample in hand beats a cached one
                     log.warning("not cached: %s", exc)
 
     async def _request(self, msgs: list[dict[str, Any]], params: SamplingParams, n: int, first: int) -> _Reply:
@@ -317,13 +333,19 @@ class ChatClient:
                     delay,
                 )
                 await self._sleep(delay)
-        raise PolicyError(f"{self._where}: gave up after {attempts} attempts; last error: {last}")
+        plural = "s" if attempts > 1 else ""
+        raise PolicyError(f"{self._where}: gave up after {attempts} attempt{plural}; last error: {last}")
 
     async def _attempt(self, body: dict[str, Any], n: int) -> _Reply:
+        if self._auth_failure is not None:
+            raise EndpointAuthError(self._auth_failure)
         lane = await self._lanes.get()  # waits while config.concurrency requests are out
         start = time.perf_counter()
+        deadline = self.config.request_timeout
         try:
-            response = await lane.post(self._url, json=body, headers=self._headers, timeout=self._timeout)
+            status, phrase, headers, content = await asyncio.wait_for(self._exchange(lane, body), deadline)
+        except asyncio.TimeoutError:
+            raise _Transient(f"timed out: no complete response within {deadline:g} s") from None
         except _RETRY_ERRORS as exc:
             raise _Transient(f"{type(exc).__name__} {self._scrub(str(exc))}".strip()) from None
         except httpx.HTTPError as exc:
@@ -331,23 +353,65 @@ class ChatClient:
         finally:
             self._lanes.put_nowait(lane)
         latency = time.perf_counter() - start
-        status = response.status_code
         if status in RETRY_STATUSES:
             raise _Transient(
-                f"HTTP {status} {response.reason_phrase}: {self._error_text(response)}",
-                parse_retry_after(response.headers.get("retry-after")),
+                f"HTTP {status} {phrase}: {self._error_text(content)}",
+                parse_retry_after(headers.get("retry-after")),
             )
-        if not response.is_success:
-            text = self._error_text(response)
+        if not 200 <= status < 300:
+            text = self._error_text(content)
             if n > 1 and status in (400, 422) and _MENTIONS_N.search(text):
                 raise _NRejected(f"HTTP {status}: {text}")
-            raise PolicyError(f"{self._where}: HTTP {status} {response.reason_phrase}: {text}")
-        return self._parse(response, n, latency)
+            if status in (401, 403):
+                self._auth_failure = self._auth_message(status, phrase, text)
+                raise EndpointAuthError(self._auth_failure)
+            raise PolicyError(f"{self._where}: HTTP {status} {phrase}: {text}")
+        return self._parse(content, n, latency)
 
-    def _parse(self, response: httpx.Response, n: int, latency: float) -> _Reply:
+    async def _exchange(self, lane: httpx.AsyncClient, body: dict[str, Any]) -> tuple[int, str, httpx.Headers, bytes]:
+        """One HTTP exchange: status, reason, headers and the body, streamed and capped (a
+        success body beyond ``max_response_bytes`` fails; an error body is cut short)."""
+        async with lane.stream("POST", self._url, json=body, headers=self._headers, timeout=self._timeout) as response:
+            ok = response.is_success
+            cap = self.config.max_response_bytes if ok else ERROR_BODY_MAX
+            declared = response.headers.get("content-length", "")
+            if ok and declared.isdigit() and int(declared) > cap:
+                raise PolicyError(self._too_large(cap))
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():  # decoded bytes: a compressed bomb is capped too
+                size += len(chunk)
+                if size > cap:
+                    if ok:
+                        raise PolicyError(self._too_large(cap))
+                    chunks.append(chunk[: len(chunk) - (size - cap)])
+                    break
+                chunks.append(chunk)
+            return response.status_code, response.reason_phrase, response.headers, b"".join(chunks)
+
+    def _too_large(self, cap: int) -> str:
+        return f"{self._where}: response exceeds {cap} bytes (the limit is --max-response-bytes)"
+
+    def _auth_message(self, status: int, phrase: str, text: str) -> str:
+        var = self.config.api_key_env
+        if self._secret:
+            hint = f"the endpoint refused the API key in ${var}: set {var} to a valid key"
+        else:
+            hint = f"no API key was sent: ${var} is not set"
+        return f"{self._where}: HTTP {status} {phrase}: {text}; {hint} (or name another variable with --api-key-env)"
+
+    def _sanitize(self, text: str) -> str:
+        """Text from the endpoint, safe to store: valid Unicode, without the API key."""
+        text = clean_text(text)
+        for secret in (self._secret, httpx.URL(self.config.endpoint).password):
+            if secret:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def _parse(self, body: bytes, n: int, latency: float) -> _Reply:
         try:
-            data = response.json()
-        except ValueError:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
             raise _Transient("response body is not valid JSON") from None
         if not isinstance(data, dict):
             raise _Transient("response body is not a JSON object")
@@ -367,7 +431,7 @@ class ChatClient:
             parsed.append(
                 (
                     index if isinstance(index, int) else pos,
-                    content,
+                    self._sanitize(content),
                     finish if isinstance(finish, str) else None,
                 )
             )
@@ -375,18 +439,18 @@ class ChatClient:
         return _Reply(
             choices=tuple((text, finish) for _, text, finish in parsed),
             usage=_usage(data.get("usage"), len(parsed)),
-            model=str(data.get("model") or self.config.model),
-            request_id=str(data["id"]) if data.get("id") is not None else None,
+            model=self._sanitize(str(data.get("model") or self.config.model)),
+            request_id=self._sanitize(str(data["id"])) if data.get("id") is not None else None,
             latency_s=latency,
         )
 
-    def _error_text(self, response: httpx.Response) -> str:
+    def _error_text(self, content: bytes) -> str:
         """The server's error message (JSON ``error.message``/``message``/``detail`` or the raw
         body), without the API key, truncated."""
-        text = response.text
+        text = clean_text(content.decode("utf-8", "replace"))
         try:
-            data = response.json()
-        except ValueError:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict):
             error = data.get("error")

@@ -7,6 +7,7 @@ and records the line of every mapping key and list item so errors can name them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,15 @@ def decode_utf8(data: bytes) -> str:
         raise TextDecodeError(
             f"not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, column {column})", line
         ) from exc
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate (JSON ``"\\ud800"``: not Unicode, not encodable as
+    UTF-8) replaced by U+FFFD, so it can be written to any file or database."""
+    return _SURROGATES.sub("\ufffd", text)
 
 
 @dataclass(frozen=True)
