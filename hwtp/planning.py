@@ -4,18 +4,24 @@ PLANDIR gets ``plans.jsonl`` (one record per (state, sample): the chat prompt ex
 sent, the completion exactly as received, the plan id, and the metadata: policy, model,
 parameters, token usage, latency, finish reason, the extraction error if any) and, for
 people, ``<state>/sNN.txt`` (raw completion) and ``<state>/sNN.yaml`` (the extracted plan).
+
+A sample the policy never produced (its endpoint failed after the retries) is not a sample:
+it gets no record, only a :class:`SampleFailure`, so it is never scored or exported and a
+rerun asks for it again. A completion cut off by ``max_tokens`` (``finish_reason: length``)
+is a sample; when no plan can be extracted from it, its error says it was truncated.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hwtp import yamlio
-from hwtp.errors import PlanError
+from hwtp.errors import PlanError, PolicyUnavailable
 from hwtp.mutantset import set_hash
 from hwtp.mutate import MutantSet
 from hwtp.plan import extract_plan, to_data, validate
@@ -23,6 +29,10 @@ from hwtp.planset import PLAN_INDEX
 from hwtp.policy import Generated, PlanRequest, Policy
 from hwtp.prompt import Templates, build_messages
 from hwtp.score import GOLDEN
+from hwtp.yamlio import clean_text
+
+#: The error prefix of a truncated completion with no extractable plan.
+TRUNCATED = "truncated (finish_reason=length)"
 
 
 @dataclass(frozen=True)
@@ -72,23 +82,61 @@ def state_requests(mutant_set: MutantSet, states: Sequence[str], templates: Temp
     return out
 
 
+@dataclass(frozen=True)
+class SampleFailure:
+    """A (state, sample) the policy could not produce, and why."""
+
+    state: str
+    sample: int
+    reason: str
+
+
+def failure_reasons(failures: Sequence[SampleFailure]) -> str:
+    """Why samples could not be produced: the most common reasons, with their counts."""
+    reasons = Counter(f.reason for f in failures)
+    if len(reasons) == 1:
+        return next(iter(reasons))
+    why = "; ".join(f"{reason} ({n} samples)" for reason, n in reasons.most_common(3))
+    return why + (f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else "")
+
+
+def describe_failures(failures: Sequence[SampleFailure], asked: int) -> str:
+    """One line: how many samples could not be produced and why."""
+    return f"{len(failures)} of {asked} samples could not be produced: {failure_reasons(failures)}"
+
+
 def plan_states(
-    mutant_set: MutantSet, states: Sequence[str], samples: int, policy: Policy, templates: Templates
+    mutant_set: MutantSet,
+    states: Sequence[str],
+    samples: int,
+    policy: Policy,
+    templates: Templates,
+    failures: list[SampleFailure] | None = None,
 ) -> list[PlanRecord]:
-    """G samples for every state, each parsed and checked against the design's ports."""
+    """G samples for every state, each parsed and checked against the design's ports.
+
+    Samples the policy could not produce get no record: they are appended to ``failures``,
+    or, without that list, raise :class:`PolicyUnavailable`.
+    """
     requests = state_requests(mutant_set, states, templates)
     generated = policy.generate(requests, samples)
     params = policy.parameters()
     design, hash_ = mutant_set.design.name, set_hash(mutant_set)
     records = []
+    missed: list[SampleFailure] = []
     for request, row in zip(requests, generated, strict=True):
         for g in row:
+            if g.unavailable:
+                missed.append(SampleFailure(request.state, g.index, g.error or "no completion"))
+                continue
+            if g.text is not None:
+                g = replace(g, text=clean_text(g.text))
             error = g.error
             if error is None and g.text is not None:
                 try:
                     validate(extract_plan(g.text, source=f"{request.state}-s{g.index:02d}"), mutant_set.design)
                 except PlanError as exc:
-                    error = str(exc)
+                    error = f"{TRUNCATED}: {exc}" if g.finish_reason == "length" else str(exc)
             records.append(
                 PlanRecord(
                     f"{request.state}-s{g.index:02d}",
@@ -103,6 +151,10 @@ def plan_states(
                     hash_,
                 )
             )
+    if missed and failures is None:
+        raise PolicyUnavailable(describe_failures(missed, len(requests) * samples))
+    if failures is not None:
+        failures.extend(missed)
     return records
 
 

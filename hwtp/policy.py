@@ -40,7 +40,12 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class Generated:
-    """One sample: the completion exactly as produced, and its metadata."""
+    """One sample: the completion exactly as produced, and its metadata.
+
+    ``unavailable``: the policy never produced this sample (its endpoint failed after the
+    retries; ``error`` says why). It is not a sample: it gets no plan record, so it is never
+    scored or exported, and a rerun asks for it again.
+    """
 
     index: int
     text: str | None
@@ -50,6 +55,7 @@ class Generated:
     model: str = ""
     from_cache: bool = False
     error: str | None = None
+    unavailable: bool = False
 
 
 class Policy(Protocol):
@@ -184,8 +190,13 @@ class OpenAIPolicy:
         from hwtp.llm import ChatRequest, complete_many
 
         chat = [ChatRequest(r.messages, self.params, n=samples) for r in requests]
+        from hwtp.errors import EndpointAuthError
+
         with ResponseCache(self.cache_folder) as cache:
             results = complete_many(self.config, chat, cache=cache, refresh=self.refresh)
+        for result in results:
+            if isinstance(result.error, EndpointAuthError):
+                raise EndpointAuthError(str(result.error))  # a wrong key: nothing else can work
         out = []
         for result in results:
             got = {c.index: c for c in result.completions}
@@ -193,7 +204,8 @@ class OpenAIPolicy:
             for k in range(samples):
                 c = got.get(k)
                 if c is None:
-                    row.append(Generated(k, None, error=str(result.error) if result.error else "no completion"))
+                    reason = _failure_reason(result.error)
+                    row.append(Generated(k, None, error=reason, unavailable=True))
                     continue
                 usage = (
                     {"prompt_tokens": c.usage.prompt_tokens, "completion_tokens": c.usage.completion_tokens}
@@ -203,6 +215,14 @@ class OpenAIPolicy:
                 row.append(Generated(k, c.text, c.finish_reason, usage, c.latency_s, c.model, c.from_cache))
             out.append(row)
         return out
+
+
+def _failure_reason(error: Exception | None) -> str:
+    """Why a request produced no sample, without the partial-success suffix."""
+    if error is None:
+        return "the endpoint returned no completion"
+    cause = error.__cause__ if isinstance(error.__cause__, PolicyError) else None
+    return str(cause or error)
 
 
 POLICIES = ("random", "openai", "replay")

@@ -24,7 +24,7 @@ from hwtp.design import Design, load_design, shipped_names
 from hwtp.errors import PlanError, StoreError
 from hwtp.export import ExportOptions, base_records, write_export
 from hwtp.plan import extract_plan
-from hwtp.planning import plan_states
+from hwtp.planning import SampleFailure, failure_reasons, plan_states
 from hwtp.planset import PlanInput
 from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy
 from hwtp.prompt import Templates
@@ -111,14 +111,23 @@ def make_policy(config: RunConfig, mutant_set: engine.MutantSet) -> Any:
         model=config.model or "",
         api_key_env=config.api_key_env,
         concurrency=config.concurrency,
+        read_timeout=config.timeout,
+        request_timeout=config.timeout,
+        max_retries=config.retries,
+        max_response_bytes=config.max_response_bytes,
     )
     return OpenAIPolicy(client, params)
 
 
-def plan_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event) -> None:
+def plan_stage(
+    store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event
+) -> list[SampleFailure]:
+    """Store G plans per state. Returns the samples the policy could not produce (an endpoint
+    that failed after its retries): they get no record, planning of the design stops after
+    the chunk that had them, and the stage is not done, so a rerun asks for them again."""
     name = mutant_set.design.name
     if store.stage_done(name, "plan"):
-        return
+        return []
     have = store.plan_keys(name)
     states = store.states(name)
     missing = [s for s in states if any((s, k) not in have for k in range(config.samples))]
@@ -127,10 +136,11 @@ def plan_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on
     # Chunks: one batched simulation for the offline policies; `concurrency` concurrent
     # requests for an endpoint. Each chunk is stored in one transaction as it completes.
     size = max(1, config.concurrency) if config.policy == "openai" else max(1, len(missing))
+    failures: list[SampleFailure] = []
     for start in range(0, len(missing), size):
         chunk = missing[start : start + size]
         on_event("progress", design=name, stage="plan", done=len(states) - len(missing) + start, total=len(states))
-        records = plan_states(mutant_set, chunk, config.samples, policy, templates)
+        records = plan_states(mutant_set, chunk, config.samples, policy, templates, failures)
         rows = [
             PlanRow(name, r.state, r.sample, r.plan, r.as_json()) for r in records if (r.state, r.sample) not in have
         ]
@@ -140,7 +150,13 @@ def plan_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on
         if fresh:
             store.bump("llm_completions", len(fresh))
             store.bump("llm_tokens", sum(sum((r.generated.usage or {}).values()) for r in fresh))
+        truncated = sum(1 for r in rows if r.record.get("finish_reason") == "length")
+        if truncated:
+            store.bump("policy_truncated", truncated)
+        if failures:  # the endpoint failed after its retries: asking on would only wait again
+            return failures
     store.finish_stage(name, "plan")
+    return []
 
 
 def plan_inputs(store: Store, design: str) -> list[PlanInput]:
@@ -250,17 +266,24 @@ def export_stage(store: Store, designs: list[str], config: RunConfig, records: l
 
 
 def run(config: RunConfig, rundir: Path, force: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
-    """The whole loop on ``rundir``; returns the summary (see :func:`summary`)."""
+    """The whole loop on ``rundir``; returns the summary (see :func:`summary`), with
+    ``incomplete`` (see :func:`incomplete_planning`) when the policy could not produce every
+    sample of a design: the run stops there."""
     preflight(config)
     with open_store(rundir) as store:
         check_config(store, config, force)
-        names, seconds = [], 0.0
+        names: list[str] = []
+        seconds = 0.0
         refs = design_refs(config)
         for i, ref in enumerate(refs):
             on_event("design", index=i, total=len(refs), ref=ref)
             mutant_set = mutate_stage(store, ref, config, on_event)
+            failures = plan_stage(store, mutant_set, config, on_event)
+            if failures:  # nothing downstream for it, no later design: see incomplete_planning
+                return summary(store, names, config, seconds) | {
+                    "incomplete": incomplete_planning(store, mutant_set.design.name, failures, config, refs[i + 1 :])
+                }
             names.append(mutant_set.design.name)
-            plan_stage(store, mutant_set, config, on_event)
             seconds += score_stage(store, mutant_set, config, on_event)
         on_event("stage", design="*", stage="advantage")
         records = advantage_stage(store, names, config)
@@ -268,6 +291,24 @@ def run(config: RunConfig, rundir: Path, force: str | None = None, on_event: Eve
         export_stage(store, names, config, records)
         store.set_meta("designs", names)
         return summary(store, names, config, seconds)
+
+
+def incomplete_planning(
+    store: Store, design: str, failures: list[SampleFailure], config: RunConfig, later: list[str]
+) -> dict[str, Any]:
+    """What a run stopped by the policy reports: the design whose samples could not all be
+    produced, how many are missing and why, and the designs not started. Designs before it
+    are scored; nothing is advantaged or exported until a rerun has every sample."""
+    total = len(store.states(design)) * config.samples
+    missing = total - len(store.plan_keys(design))
+    return {
+        "design": design,
+        "failed": len(failures),
+        "missing": missing,
+        "total": total,
+        "reason": failure_reasons(failures),
+        "not_started": later,
+    }
 
 
 def summary(store: Store, designs: list[str], config: RunConfig, sim_seconds: float = 0.0) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hwtp import yamlio
+from hwtp.env import DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError
 
 STAGES = ("mutate", "plan", "score", "advantage", "export")
@@ -30,6 +31,8 @@ class FieldError(ConfigError):
         self.problem = problem
 
 
+#: How an endpoint is reached (bounds, retries): never what it produces, so not fingerprinted.
+_NOT_FINGERPRINTED = ("timeout", "retries", "max_response_bytes")
 _OPTIONS = {"samples": "-G", "replay_from": "--from", "formats": "--format", "jobs": "-j"}
 
 
@@ -67,6 +70,12 @@ def check_field(key: str, value: Any) -> str | None:
         bad = [f for f in value if f not in FORMATS]
         if bad:
             return f"unknown export format {bad[0]!r} (valid: {', '.join(FORMATS)})"
+    if key == "timeout" and not value > 0:
+        return f"must be above 0 seconds, got {value}"
+    if key == "retries" and value < 0:
+        return f"must be at least 0, got {value}"
+    if key == "max_response_bytes" and value < 1:
+        return f"must be at least 1, got {value}"
     if key == "temperature" and value < 0:
         return f"must be at least 0, got {value}"
     if key == "top_p" and not 0 < value <= 1:
@@ -107,6 +116,9 @@ class RunConfig:
     batch_size: int | None = None
     jobs: int = os.cpu_count() or 1  # not part of the fingerprint: does not change results
     concurrency: int = 8  # not part of the fingerprint
+    timeout: float = 300.0  # total deadline of one endpoint request, s; not part of the fingerprint
+    retries: int = 5  # retries of a failed endpoint request; not part of the fingerprint
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # not part of the fingerprint
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -126,6 +138,8 @@ class RunConfig:
         data = asdict(self)
         data.pop("jobs")
         data.pop("concurrency")
+        for name in _NOT_FINGERPRINTED:
+            data.pop(name)
         data["designs"] = list(self.designs)
         data["formats"] = list(self.formats)
         return data
@@ -205,6 +219,9 @@ def _coerce(where: str, key: str, value: Any) -> Any:
         "witness_cycles": int,
         "jobs": int,
         "concurrency": int,
+        "retries": int,
+        "max_response_bytes": int,
+        "timeout": float,
         "temperature": float,
         "top_p": float,
         "max_tokens": int,

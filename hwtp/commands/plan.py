@@ -9,9 +9,9 @@ import click
 
 from hwtp import mutate as engine
 from hwtp.commands.options import trust_option
-from hwtp.env import DEFAULT_API_KEY_VAR
-from hwtp.errors import ConfigError
-from hwtp.planning import plan_states, write_plans
+from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
+from hwtp.errors import ConfigError, PolicyUnavailable
+from hwtp.planning import SampleFailure, describe_failures, plan_states, write_plans
 from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy, check_policy_name
 from hwtp.prompt import Templates
 from hwtp.runconfig import check_url
@@ -49,8 +49,17 @@ def resolve_states(mutant_set: engine.MutantSet, text: str) -> list[str]:
 @click.option("--stop", multiple=True, help="Stop sequence (repeatable).")
 @click.option("--structured", is_flag=True, help="Ask for JSON matching the plan schema (response_format).")
 @click.option("--concurrency", type=int, default=8, show_default=True)
-@click.option("--timeout", "read_timeout", type=float, default=300.0, show_default=True, help="Read timeout, s.")
-@click.option("--retries", type=int, default=5, show_default=True)
+@click.option(
+    "--timeout", type=float, default=300.0, show_default=True, help="Total deadline of one HTTP request, s."
+)
+@click.option("--retries", type=int, default=5, show_default=True, help="Retries of a failed request.")
+@click.option(
+    "--max-response-bytes",
+    type=int,
+    default=DEFAULT_MAX_RESPONSE_BYTES,
+    show_default=True,
+    help="Largest response body read; a longer one fails the request.",
+)
 @click.option("--refresh", is_flag=True, help="Ignore cached completions (still store new ones).")
 @click.option("--from", "replay_from", type=click.Path(file_okay=False, path_type=Path), help="replay: plan folder.")
 @click.option(
@@ -75,8 +84,9 @@ def plan_command(
     stop: tuple[str, ...],
     structured: bool,
     concurrency: int,
-    read_timeout: float,
+    timeout: float,
     retries: int,
+    max_response_bytes: int,
     refresh: bool,
     replay_from: Path | None,
     prompt_template: Path | None,
@@ -113,8 +123,10 @@ def plan_command(
             endpoint=endpoint,
             model=model,
             api_key_env=api_key_env,
-            read_timeout=read_timeout,
+            read_timeout=timeout,
+            request_timeout=timeout,
             max_retries=retries,
+            max_response_bytes=max_response_bytes,
             concurrency=concurrency,
         )
         chosen = OpenAIPolicy(config, params, refresh=refresh)
@@ -124,17 +136,27 @@ def plan_command(
         chosen = ReplayPolicy(replay_from)
     else:
         chosen = RandomPolicy(mutant_set, seed=seed)
+    wanted = resolve_states(mutant_set, states)
+    failures: list[SampleFailure] = []
     records = plan_states(
         mutant_set,
-        resolve_states(mutant_set, states),
+        wanted,
         samples,
         chosen,  # type: ignore[arg-type]
         Templates.load(prompt_template),
+        failures,
     )
     index = write_plans(records, outdir)
     errors = Counter("ok" if r.error is None else "invalid" for r in records)
+    truncated = sum(1 for r in records if r.generated.finish_reason == "length")
     tokens = sum((r.generated.usage or {}).get("completion_tokens", 0) for r in records if not r.generated.from_cache)
+    cut = f", {truncated} truncated (finish_reason=length)" if truncated else ""
     click.echo(
-        f"{len(records)} plans ({errors.get('ok', 0)} valid, {errors.get('invalid', 0)} invalid) "
+        f"{len(records)} plans ({errors.get('ok', 0)} valid, {errors.get('invalid', 0)} invalid{cut}) "
         f"from policy {name}; {tokens} new completion tokens; wrote {index}"
     )
+    if failures:
+        raise PolicyUnavailable(
+            f"{describe_failures(failures, len(wanted) * samples)}. They have no plan record (nothing to score "
+            f"or export); rerun the same command to ask for them again (received samples come from the cache)"
+        )

@@ -12,7 +12,7 @@ import click
 
 from hwtp import run as loop
 from hwtp.commands.options import trust_option
-from hwtp.errors import DesignError
+from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.export import FORMATS
 from hwtp.runconfig import STAGES, load_file, resolve
 
@@ -65,7 +65,9 @@ def print_summary(summary: dict[str, Any]) -> None:
     c = summary["counters"]
     click.echo(
         f"{rate}; simulations {c.get('simulations', 0)} (+{c.get('simulations_ingested', 0)} recovered), "
-        f"policy samples {c.get('policy_samples', 0)}, LLM tokens {o.get('llm_tokens', 0)}"
+        f"policy samples {c.get('policy_samples', 0)}"
+        + (f" ({c['policy_truncated']} truncated, finish_reason=length)" if c.get("policy_truncated") else "")
+        + f", LLM tokens {o.get('llm_tokens', 0)}"
     )
 
 
@@ -96,6 +98,9 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--batch-size", type=int)
 @click.option("-j", "--jobs", type=int)
 @click.option("--concurrency", type=int)
+@click.option("--timeout", type=float, help="Total deadline of one endpoint request, s. [300]")
+@click.option("--retries", type=int, help="Retries of a failed endpoint request. [5]")
+@click.option("--max-response-bytes", type=int, help="Largest endpoint response read. [4194304]")
 @click.option("--dry-run", is_flag=True, help="Print the resolved configuration and the planned work; run nothing.")
 @click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
@@ -130,6 +135,15 @@ def run_command(
     print_summary(summary)
     if json_out:
         json_out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    stop = summary.get("incomplete")
+    if stop:
+        later = f"; not started: {', '.join(stop['not_started'])}" if stop["not_started"] else ""
+        raise PolicyUnavailable(
+            f"planning {stop['design']} could not finish: {stop['failed']} samples could not be produced "
+            f"({stop['missing']} of {stop['total']} still missing): {stop['reason']}. Nothing was scored, "
+            f"advantaged or exported for {stop['design']}{later}; rerun the same command to ask for the "
+            f"missing samples"
+        )
     click.echo(f"exports in {rundir / 'export'}")
 
 
