@@ -90,6 +90,9 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
     )
     engine.write(result, mutdir)
     states = [(GOLDEN, 0), *((m.id, m.index) for m in result.states)]  # non-terminating ones left out
+    if result.nonterminating:
+        on_event("note", design=design.name, text=f"{len(result.nonterminating)} non-terminating mutant(s) left out")
+        store.bump("nonterminating_mutants", len(result.nonterminating))
     store.put_design(
         design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result), states
     )

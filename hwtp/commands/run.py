@@ -31,6 +31,8 @@ class Progress:
             self._line(f"[{data['index'] + 1}/{data['total']}] {data['ref']}", force=True)
         elif kind == "stage":
             self._line(f"  {data['design']}: {data['stage']}", force=True)
+        elif kind == "note":
+            self._line(f"  {data['design']}: {data['text']}", force=True)
         elif kind == "progress":
             total = max(1, data["total"])
             bar = "#" * int(20 * data["done"] / total)
