@@ -16,7 +16,14 @@ Endpoints:
 Script keys (all optional):
 
 - ``texts``: completion texts, cycled over the choices served (default ``["hello"]``);
-  ``{seed}`` and ``{i}`` in a text become the request's seed and the choice index.
+  ``{seed}`` and ``{i}`` in a text become the request's seed and the choice index, ``{key}``
+  the API key the request carried (a server that reflects it).
+- ``status``: answer every chat request with this HTTP status (e.g. 503 forever, 401), with
+  ``message`` as the error message.
+- ``drip``: answer every chat request with a valid completion sent one byte every ``drip``
+  seconds (a read timeout never fires).
+- ``huge``: answer every chat request with a valid completion of this many bytes, streamed
+  without Content-Length (``huge_declared``: with it).
 - ``delay``: seconds to wait before every chat response.
 - ``reject_n``: answer ``n > 1`` with a 400 like vLLM's.
 - ``max_choices``: return at most this many choices.
@@ -161,6 +168,7 @@ class Handler(BaseHTTPRequestHandler):
     def _chat(self, body: Any) -> None:
         state = self.server.state
         auth = self.headers.get("Authorization")
+        self.key = (auth or "").removeprefix("Bearer ")
         generation, fault = state.begin(self.path, auth, body)
         try:
             self._answer(body, auth, fault)
@@ -177,6 +185,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         n = int(body.get("n") or 1)
         kind = fault.get("kind")
+        if script.get("status"):
+            status = int(script["status"])
+            message = script.get("message", f"scripted status {status}")
+            self._json(status, {"error": {"message": message, "code": status}})
+            return
+        if script.get("drip"):
+            self._drip(json.dumps(self._completion(body, n, kind)).encode(), float(script["drip"]))
+            return
+        if script.get("huge"):
+            self._huge(int(script["huge"]), bool(script.get("huge_declared")))
+            return
         if kind == "drop":
             self.close_connection = True
             return
@@ -213,6 +232,39 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._json(200, self._completion(body, n, kind))
 
+    def _drip(self, payload: bytes, interval: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.flush()
+        for k in range(len(payload)):  # ends with a broken pipe once the client gave up
+            self.wfile.write(payload[k : k + 1])
+            self.wfile.flush()
+            time.sleep(interval)
+
+    def _huge(self, size: int, declared: bool) -> None:
+        head = (
+            b'{"id": "chatcmpl-huge", "object": "chat.completion", "model": "m", "choices": '
+            b'[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "'
+        )
+        tail = b'"}}]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if declared:
+            self.send_header("Content-Length", str(size))
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(head)
+        left = size - len(head) - len(tail)
+        chunk = b"a" * 65536
+        while left > 0:
+            self.wfile.write(chunk[: min(left, len(chunk))])
+            left -= len(chunk)
+        self.wfile.write(tail)
+
     def _completion(self, body: dict[str, Any], n: int, kind: str | None) -> dict[str, Any]:
         state = self.server.state
         script = state.script
@@ -221,6 +273,7 @@ class Handler(BaseHTTPRequestHandler):
         words = 0
         for i, template in enumerate(state.texts(count)):
             text = template.replace("{seed}", str(body.get("seed"))).replace("{i}", str(i))
+            text = text.replace("{key}", getattr(self, "key", ""))
             finish = "stop"
             if script.get("truncate") is not None and len(text) > int(script["truncate"]):
                 text, finish = text[: int(script["truncate"])], "length"
