@@ -10,8 +10,8 @@ server's message; 401/403 is :class:`hwtp.errors.EndpointAuthError` and fails ev
 request of the client at once. ``finish_reason: length`` is not an error: the truncated text
 comes back with its finish reason. Every attempt is bounded: ``request_timeout`` is a total
 deadline from sending to the last byte (not per read), and the body is streamed and refused
-beyond ``max_response_bytes``. With a :class:`hwtp.cache.ResponseCache`, cached samples are returned without
-a request and each received sample is stored as soon as it arrives.
+beyond ``max_response_bytes``. With a :class:`hwtp.cache.ResponseCache`, cached samples are
+returned without a request and each received sample is stored as soon as it arrives.
 
 The API key is read from the environment (:func:`hwtp.env.api_key`) and goes only into the
 ``Authorization`` header: it is never logged, put in an exception or repr, or cached; a
