@@ -354,12 +354,7 @@ def _check_control_ports(design: Design, where: Path) -> None:
 
 
 def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset | None) -> Design:
-    try:
-        text = yamlio.decode_utf8(path.read_bytes())
-    except yamlio.TextDecodeError as exc:
-        raise DesignError(f"{path}:{exc.line}: {exc.message}") from exc
-    except OSError as exc:
-        raise DesignError(f"{path}: cannot read: {exc.strerror}") from exc
+    text = yamlio.read_text(path, DesignError)
     root = path.parent.resolve()
     sources = (SourceFile(path.name, text),)
     if top is None:

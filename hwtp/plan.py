@@ -87,13 +87,7 @@ def load_plan_file(path: Path) -> Plan:
         raise PlanError(f"{path}: cannot read: {exc.strerror}") from exc
     if size > yamlio.MAX_DOCUMENT_BYTES:
         raise PlanError(f"{path}: plan file is {size} bytes, larger than the {yamlio.MAX_DOCUMENT_BYTES}-byte limit")
-    try:
-        text = yamlio.decode_utf8(path.read_bytes())
-    except yamlio.TextDecodeError as exc:
-        raise PlanError(f"{path}:{exc.line}: {exc.message}") from exc
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read: {exc.strerror}") from exc
-    return parse_plan(text, source=str(path))
+    return parse_plan(yamlio.read_text(path, PlanError), source=str(path))
 
 
 def parse_plan_bytes(data: bytes, source: str = "plan") -> Plan:

@@ -44,12 +44,7 @@ def _from_file(path: Path, plan_id: str) -> PlanInput:
 def _from_index(folder: Path) -> list[PlanInput]:
     out = []
     index = folder / PLAN_INDEX
-    try:
-        text = yamlio.decode_utf8(index.read_bytes())
-    except yamlio.TextDecodeError as exc:
-        raise ScoreError(f"{index}:{exc.line}: {exc.message}") from exc
-    except OSError as exc:
-        raise ScoreError(f"{index}: cannot read: {exc.strerror}") from exc
+    text = yamlio.read_text(index, ScoreError)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -47,6 +48,17 @@ def decode_utf8(data: bytes) -> str:
         raise TextDecodeError(
             f"not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, column {column})", line
         ) from exc
+
+
+def read_text(path: Path, error: type[Exception]) -> str:
+    """The UTF-8 text of file ``path``, or ``error("path:line: ...")`` when it cannot be read
+    or is not UTF-8 (the one place files of text are read with a located error)."""
+    try:
+        return decode_utf8(path.read_bytes())
+    except TextDecodeError as exc:
+        raise error(f"{path}:{exc.line}: {exc.message}") from exc
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from exc
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
