@@ -279,13 +279,13 @@ def test_readme_python_snippets_run(run_folder: Path, capsys: pytest.CaptureFixt
     for block in blocks:
         namespace: dict[str, Any] = {}
         exec(compile(block, "README.md", "exec"), namespace)  # the README's own snippet
-        if "hwtp_reward" in namespace:  # the TRL reward function: called as GRPOTrainer calls it
+        if "reward_arguments" in namespace:  # called with the columns GRPOTrainer passes
             ds = namespace["ds"]
-            rewards = namespace["hwtp_reward"](
+            received = namespace["reward_arguments"](
                 prompts=ds["prompt"][:2], completions=[[{"role": "assistant", "content": "tests: []"}]] * 2,
                 completion_ids=[[0], [0]], ground_truth=ds["ground_truth"][:2], design=ds["design"][:2],
                 state=ds["state"][:2])
-            assert len(rewards) == 2
+            assert received == list(zip(ds["design"][:2], ds["state"][:2], strict=True))
     assert "hwtp/" in capsys.readouterr().out
 
 
