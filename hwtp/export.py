@@ -283,13 +283,26 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
+def check_format_dependencies(formats: Iterable[str]) -> None:
+    """Refuse at once a format whose optional dependency is missing (before any work): every
+    format written as parquet (``parquet``, ``verl``) needs pyarrow."""
+    parquet = sorted(f for f in formats if _SUFFIX.get(f) == "parquet")
+    if parquet:
+        try:
+            import pyarrow
+            import pyarrow.parquet  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(
+                f"--format {', '.join(parquet)} writes parquet, which needs pyarrow: pip install 'hwtp[parquet]'"
+            ) from exc
+
+
 def _parquet(rows: list[dict[str, Any]], path: Path, nested: bool) -> None:
     """Parquet shard; ``nested``: lists and dicts as Arrow lists and structs, else as JSON text."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as exc:
-        raise ConfigError("parquet output needs pyarrow: pip install 'hwtp[parquet]'") from exc
+    check_format_dependencies(["parquet"])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if not nested:
         rows = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows]
     pq.write_table(pa.Table.from_pylist(rows), path)

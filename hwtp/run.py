@@ -22,13 +22,13 @@ from hwtp import mutate as engine
 from hwtp.advantage import advantage_records, preset, summarize
 from hwtp.design import Design, load_design, shipped_names
 from hwtp.errors import PlanError, StoreError
-from hwtp.export import ExportOptions, base_records, write_export
+from hwtp.export import ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.plan import extract_plan
 from hwtp.planning import SampleFailure, failure_reasons, plan_states
 from hwtp.planset import PlanInput
 from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy
 from hwtp.prompt import Templates
-from hwtp.runconfig import STAGES, RunConfig, changes, check_format_dependencies, first_stage
+from hwtp.runconfig import STAGES, RunConfig, changes, first_stage
 from hwtp.score import GOLDEN, RewardLevels, ScoreConfig, assemble, prepare, run_evaluations, schemata_build
 from hwtp.sim.runner import EvalResult, ResultTail
 from hwtp.store import PlanRow, Store, open_store

@@ -83,16 +83,6 @@ def check_field(key: str, value: Any) -> str | None:
     return None
 
 
-def check_format_dependencies(formats: tuple[str, ...] | list[str]) -> None:
-    """Refuse at once an export format whose optional dependency is missing (before any work)."""
-    if "parquet" in formats:
-        try:
-            import pyarrow
-            import pyarrow.parquet  # noqa: F401
-        except ImportError as exc:
-            raise ConfigError("parquet output needs pyarrow: pip install 'hwtp[parquet]'") from exc
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """What ``hwtp run`` does."""

@@ -222,8 +222,9 @@ def test_a_misspelt_design_leaves_no_configuration_behind(tmp_path: Path, run_cl
         assert store.get_meta("config")["designs"] == ["counter_en_load"]
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "verl"])  # verl's rows are parquet too
 def test_parquet_without_pyarrow_fails_before_any_simulation(
-    tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch, fmt: str
 ) -> None:
     import hwtp.run
 
@@ -234,11 +235,11 @@ def test_parquet_without_pyarrow_fails_before_any_simulation(
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # what Python does for a package that is not installed
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     rundir = tmp_path / "r"
-    refused(run_cli("run", "counter_en_load", "-o", rundir, "--format", "parquet"), "pip install 'hwtp[parquet]'")
+    refused(run_cli("run", "counter_en_load", "-o", rundir, "--format", fmt), "pip install 'hwtp[parquet]'")
     assert not rundir.exists()
     scores = tmp_path / "scores.json"
     scores.write_text(json.dumps({"design": "x", "results": []}))
-    refused(run_cli("export", scores, "--format", "parquet", "-o", tmp_path / "out"), "pip install 'hwtp[parquet]'")
+    refused(run_cli("export", scores, "--format", fmt, "-o", tmp_path / "out"), "pip install 'hwtp[parquet]'")
     assert not (tmp_path / "out").exists()
 
 

@@ -10,9 +10,8 @@ import click
 
 from hwtp.advantage import PRESETS, advantage_records, describe_zero_share, preset, summarize
 from hwtp.errors import ConfigError, ScoreError
-from hwtp.export import FORMATS, ExportOptions, base_records, write_export
+from hwtp.export import FORMATS, ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.planset import PLAN_INDEX
-from hwtp.runconfig import check_format_dependencies
 
 
 def read_scores(paths: tuple[Path, ...]) -> list[dict[str, Any]]:
