@@ -210,7 +210,8 @@ def test_plan_oversized_body_is_not_read_into_memory(server: str, mutdir: Path, 
     )
     args = [str(a) for a in plan_args(mutdir, tmp_path / "plans", server, model())]
     done = subprocess.run(
-        [sys.executable, "-c", wrapper, *args[:-2], "--retries", "0"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", wrapper, *args[:-2], "--retries", "0"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,  # not the repository: the installed package
     )
     assert done.returncode == 1, done.stderr
     assert "response exceeds 4194304 bytes" in done.stderr

@@ -270,13 +270,16 @@ def test_a_process_group_dies_with_its_parent(tmp_path: Path) -> None:
         "import time\nfrom hwtp.sim import procs\n"
         f"procs.spawn(['sh', '-c', 'sleep 300 & sleep 301; wait', '{marker}'])\ntime.sleep(300)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", script])
-    deadline = time.monotonic() + 30
-    while len(referencing(marker)) < 2 and time.monotonic() < deadline:  # the reaper and sh
-        time.sleep(0.02)
-    assert len(referencing(marker)) >= 2
-    parent.kill()
-    parent.wait()
+    # from a folder that is not the repository, so that the installed package is imported
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while len(referencing(marker)) < 2 and time.monotonic() < deadline:  # the reaper and sh
+            time.sleep(0.02)
+        assert len(referencing(marker)) >= 2
+    finally:
+        parent.kill()
+        parent.wait()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any("sleep" in p or marker in p for p in referencing(marker)):
         time.sleep(0.02)
