@@ -60,3 +60,5 @@ def base_environment() -> dict[str, str]:
 JOB_VAR = "HWTP_JOB"
 #: Set by the host for the simulator process: path of the JSON-lines results file.
 RESULTS_VAR = "HWTP_RESULTS"
+#: Set by the host for a warm simulator process: the Unix socket it takes evaluations from.
+WARM_VAR = "HWTP_WARM"

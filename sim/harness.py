@@ -7,6 +7,12 @@ order and appends one JSON line per evaluation to ``$HWTP_RESULTS``, flushed at 
 crash loses nothing already done. A first line ``{"ready": true}`` tells the host that
 start-up is over and the evaluations' wall-clock budgets start.
 
+Warm mode (``$HWTP_WARM``, set by :mod:`hwtp.sim.warm`): the job file holds no evaluations;
+the harness connects to the host's Unix socket at that path, says ready, then takes
+evaluations (the job file's entries, one JSON line each) from the socket and writes each
+result line back to it, until the host closes it. Every evaluation runs through the same
+code as in batch mode, from power-on, so its result line is the same.
+
 Timing (docs/plan-format.md is the contract; this is its implementation):
 
 * the clock starts low at t=0 and rises at P/2; between steps the harness stands at
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from typing import Any
 
@@ -275,25 +282,54 @@ class Harness:
         return {"id": evaluation["id"], "status": status, "tests": tests, "first": first, "cycles": cycles}
 
 
+async def _evaluate(harness: Harness, evaluation: dict[str, Any]) -> str:
+    """Run one evaluation; its result line (batch and warm mode write the same bytes)."""
+    start = time.perf_counter()
+    result = await harness.run(evaluation)
+    result["seconds"] = round(time.perf_counter() - start, 6)
+    return json.dumps(result, separators=(",", ":")) + "\n"
+
+
+async def _serve(harness: Harness, address: str) -> None:
+    """Warm mode: evaluations arrive one JSON line each over the host's Unix socket and each
+    result line goes back on it as soon as it exists. The read blocks the simulator, whose
+    time stands still meanwhile; end of input (or ``{"stop": true}``) ends the test."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(address)
+    with sock, sock.makefile("rb") as lines:
+        await harness.start()
+        sock.sendall((json.dumps({"ready": True, "pid": os.getpid()}) + "\n").encode())
+        for line in lines:
+            if not line.strip():
+                continue
+            evaluation = json.loads(line)
+            if evaluation.get("stop"):
+                break
+            sock.sendall((await _evaluate(harness, evaluation)).encode())
+
+
 @cocotb.test()
 async def hwtp_run_job(dut: Any) -> None:
-    """Run every evaluation of the job file and stream the results."""
+    """Run every evaluation of the job file and stream the results (or, in warm mode, every
+    evaluation the host sends)."""
     job_path = env.get(env.JOB_VAR)
     results_path = env.get(env.RESULTS_VAR)
-    if not job_path or not results_path:
-        raise RuntimeError(f"${env.JOB_VAR} and ${env.RESULTS_VAR} must be set by the host")
+    warm = env.get(env.WARM_VAR)
+    if not job_path or not (results_path or warm):
+        raise RuntimeError(f"${env.JOB_VAR} and ${env.RESULTS_VAR} (or ${env.WARM_VAR}) must be set by the host")
     with open(job_path, encoding="utf-8") as fh:
         job = json.load(fh)
     harness = Harness(dut, job)
+    if warm:
+        await _serve(harness, warm)
+        return
+    assert results_path is not None
     await harness.start()
     with open(results_path, "a", encoding="utf-8") as out:
         # start-up is over: from here on the host counts each evaluation's own budget
         out.write(json.dumps({"ready": True}) + "\n")
         out.flush()
         for evaluation in job["evaluations"]:
-            start = time.perf_counter()
-            result = await harness.run(evaluation)
-            result["seconds"] = round(time.perf_counter() - start, 6)
-            out.write(json.dumps(result, separators=(",", ":")) + "\n")
+            out.write(await _evaluate(harness, evaluation))
             out.flush()
         os.fsync(out.fileno())

@@ -1,0 +1,569 @@
+"""Warm simulator workers: processes that stay alive between calls and take new evaluations.
+
+A :class:`WarmPool` owns up to ``workers`` simulator processes of one build (one design and
+mutant set). Each process runs the harness in warm mode: it connects to a Unix socket its
+worker listens on, says it is ready (``{"ready": true, "pid": N}``), then takes evaluations
+as JSON lines (the job file's entries) and writes one result line per evaluation back,
+exactly the line batch mode writes. So a call costs neither a process start nor a build.
+
+Each worker is one long-lived thread that starts its process (through :mod:`hwtp.sim.procs`,
+so the process dies with hwtp: the parent-death signal follows the spawning thread, which
+therefore lives as long as the process) and feeds it from the pool's shared queue, a few
+evaluations ahead. The budgets and faults are those of :func:`hwtp.sim.runner.run_job`:
+start-up has its own budget; each evaluation's wall clock counts from the previous result
+(or from when the idle process was handed work); a process over budget is killed, its
+evaluation is ``timeout`` (fault ``hang``) and the rest go back to the queue for a fresh
+process; a process that dies marks its evaluation ``error`` (the design's message, or the
+log tail) and the rest go back likewise. A process that never gets ready fails the calls
+whose evaluations it held with the same error batch mode raises. Idle workers stop after
+``idle_seconds``; a later call starts them again.
+
+:func:`pool_for` keeps at most ``max_pools`` pools by key, retiring the least recently used
+one (it finishes the work it has, then its processes stop); :func:`close_all` stops every pool.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import socket
+import subprocess
+import threading
+import time
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from hwtp import env
+from hwtp.errors import HwtpError, SimulationError
+from hwtp.sim import procs
+from hwtp.sim.buildcache import Build
+from hwtp.sim.job import Evaluation, Job, Limits
+from hwtp.sim.runner import (
+    _LOG_TAIL_LINES,
+    Counters,
+    EvalResult,
+    _Ended,
+    _startup_failure,
+    design_fault,
+    log_tail,
+)
+
+_POLL_S = 0.05
+#: Evaluations sent ahead to one process, so it never waits for the host between two.
+_WINDOW = 8
+#: Seconds :meth:`WarmPool.close` waits for its worker threads.
+_JOIN_S = 10.0
+
+
+class _Ticket:
+    """One :meth:`WarmPool.run` call: its results, routed back to the caller's thread."""
+
+    def __init__(self, size: int) -> None:
+        self.results: dict[str, EvalResult] = {}
+        self.error: BaseException | None = None
+        self.remaining = size
+        self.event = threading.Event()
+        self.lock = threading.Lock()
+        if size == 0:
+            self.event.set()
+
+    @property
+    def done(self) -> bool:
+        return self.event.is_set()
+
+    def put(self, result: EvalResult) -> None:
+        with self.lock:
+            if self.done or result.id in self.results:
+                return
+            self.results[result.id] = result
+            self.remaining -= 1
+            if self.remaining == 0:
+                self.event.set()
+
+    def fail(self, error: BaseException) -> None:
+        with self.lock:
+            if not self.done:
+                self.error = error
+                self.event.set()
+
+
+@dataclass(frozen=True)
+class _Task:
+    evaluation: Evaluation
+    ticket: _Ticket
+    line: bytes
+
+
+class _NotReady(Exception):
+    """The process never got ready: ``error`` is what the callers get."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Worker:
+    """One thread owning one simulator process at a time (restarted after a fault)."""
+
+    def __init__(self, pool: WarmPool, number: int) -> None:
+        self.pool = pool
+        self.free = True  # has no evaluation in flight (the pool's accounting, under its lock)
+        self.pid: int | None = None  # the simulator's own pid, once ready
+        self.proc: subprocess.Popen[Any] | None = None
+        self.conn: socket.socket | None = None
+        self.log_fh: IO[str] | None = None
+        self.folder = Path()
+        self.inbuf = bytearray()
+        self.thread = threading.Thread(target=self._main, name=f"hwtp-warm-{number}", daemon=True)
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        inflight: deque[_Task] = deque()
+        error: BaseException | None = None
+        try:
+            with procs.tempdir("warm") as tmp:
+                self.folder = Path(tmp)
+                try:
+                    self._loop(inflight)
+                finally:
+                    self._stop_process()
+        except BaseException as exc:  # never leave a caller waiting
+            error = exc if isinstance(exc, (HwtpError, procs.Interrupted)) else SimulationError(
+                f"warm simulator worker failed: {type(exc).__name__}: {exc}"
+            )
+        finally:
+            for task in inflight:  # only when the pool closed or something failed
+                task.ticket.fail(error or SimulationError("the warm pool was closed"))
+            self.pool._exited(self)
+
+    def _loop(self, inflight: deque[_Task]) -> None:
+        pool = self.pool
+        out = bytearray()
+        since = time.monotonic()
+        while True:
+            new = pool._take(self, _WINDOW - len(inflight), wait=not inflight)
+            if new is None:
+                return  # idle past idle_seconds, or the pool is closing
+            if new:
+                idle = not inflight
+                inflight.extend(new)
+                for task in new:
+                    out += task.line
+                if idle and self.proc is not None and not self._alive():
+                    self._stop_process()  # died while idle: no evaluation of its own to blame
+                if self.proc is None:
+                    try:
+                        self._start()
+                    except _NotReady as exc:
+                        for task in inflight:
+                            task.ticket.fail(exc.error)
+                        inflight.clear()
+                        return
+                if idle:
+                    since = time.monotonic()  # the first evaluation's budget starts now
+            if not inflight:
+                continue
+            crashed = False
+            assert self.conn is not None
+            try:
+                readable, writable, _ = select.select([self.conn], [self.conn] if out else [], [], _POLL_S)
+                if writable:
+                    with contextlib.suppress(BlockingIOError):
+                        del out[: self.conn.send(out)]
+                if readable:
+                    data = self.conn.recv(1 << 16)
+                    crashed = not data
+                    if self._deliver(data, inflight):
+                        since = time.monotonic()
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # the process closed its end: it died
+                crashed = True
+            if pool._closed:
+                return
+            if procs.stopping():
+                raise procs.Interrupted("hwtp is stopping")
+            over = bool(inflight) and time.monotonic() - since > pool.limits.wall_s
+            if crashed or over:
+                self._fault("timeout" if over and not crashed else "error", inflight)
+                out.clear()  # the rest went back to the queue, for a fresh process
+                since = time.monotonic()
+
+    def _alive(self) -> bool:
+        """Whether the idle process is still there (its socket not closed, its group running)."""
+        if self.proc is None or self.conn is None or self.proc.poll() is not None:
+            return False
+        try:
+            return self.conn.recv(1, socket.MSG_PEEK) != b""
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
+
+    # -- results and faults -------------------------------------------------------------------
+
+    def _deliver(self, data: bytes, inflight: deque[_Task]) -> bool:
+        """Route every complete result line in ``data`` to its caller; whether any arrived."""
+        self.inbuf += data
+        end = self.inbuf.rfind(b"\n") + 1
+        if not end:
+            return False
+        lines, self.inbuf = bytes(self.inbuf[:end]), self.inbuf[end:]
+        got = False
+        for line in lines.splitlines():
+            if not line.strip():
+                continue
+            result = EvalResult.from_line(json.loads(line))
+            task = inflight.popleft()
+            if task.evaluation.id != result.id:
+                raise SimulationError(f"warm simulator answered {result.id!r} for {task.evaluation.id!r}")
+            task.ticket.put(result)
+            self.pool.counters.add(evaluations=1)
+            got = True
+        return got
+
+    def _fault(self, kind: str, inflight: deque[_Task]) -> None:
+        """The process is over budget or dead: stop it, settle the evaluation it held (unless
+        its result arrived meanwhile), give the rest back to the queue."""
+        self._stop_process(drain=inflight)
+        if not inflight:
+            return
+        if procs.stopping():
+            raise procs.Interrupted("hwtp is stopping")
+        held = inflight.popleft()
+        ev = held.evaluation
+        if kind == "timeout":
+            result = EvalResult(ev.id, "timeout", reason=f"evaluation exceeded {self.pool.limits.wall_s:g} s",
+                                fault="hang")
+        else:
+            text = log_tail(self.folder / "sim.log", 400)
+            fault = design_fault(text)
+            short = "\n".join(text.splitlines()[-_LOG_TAIL_LINES:])
+            if fault:
+                result = EvalResult(ev.id, "error", reason=f"simulator process died: {fault}", fault="design")
+            else:
+                result = EvalResult(ev.id, "error", reason=f"simulator process died; log tail:\n{short}")
+        held.ticket.put(result)
+        self.pool._requeue(list(inflight))
+        inflight.clear()
+
+    # -- the process ----------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Start a simulator process in warm mode and wait until it is ready."""
+        pool = self.pool
+        build = pool.build
+        address = self.folder / "warm.sock"
+        address.unlink(missing_ok=True)
+        job_path, log_path = self.folder / "job.json", self.folder / "sim.log"
+        job_path.write_text(pool._header, encoding="utf-8")
+        environ = build.backend.environment(build.top)
+        environ[env.JOB_VAR] = str(job_path)
+        environ[env.WARM_VAR] = str(address)
+        environ["COCOTB_RESULTS_FILE"] = str(self.folder / "results.xml")
+        argv = build.backend.command(build.path, build.top, ())
+        self.inbuf = bytearray()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with listener:
+            listener.bind(str(address))
+            listener.listen(1)
+            listener.settimeout(_POLL_S)
+            self.log_fh = log_path.open("w", encoding="utf-8")
+            self.proc = procs.spawn(argv, cwd=self.folder, env=environ, stdout=self.log_fh, stderr=subprocess.STDOUT)
+            pool.counters.add(processes=1)
+            started = time.monotonic()
+            ready: dict[str, Any] | None = None
+            kind = "startup"
+            while ready is None:
+                if procs.stopping():
+                    raise procs.Interrupted("hwtp is stopping")
+                if pool._closed:
+                    raise _NotReady(SimulationError("the warm pool was closed"))
+                if time.monotonic() - started > pool.limits.startup_s:
+                    kind = "startup-timeout"
+                    break
+                if self.conn is None:
+                    with contextlib.suppress(TimeoutError):
+                        self.conn, _ = listener.accept()
+                        self.conn.setblocking(False)
+                else:
+                    readable, _, _ = select.select([self.conn], [], [], _POLL_S)
+                    if readable:
+                        data = self.conn.recv(1 << 16)
+                        if not data:
+                            break
+                        self.inbuf += data
+                        if b"\n" in self.inbuf:
+                            first, _, rest = bytes(self.inbuf).partition(b"\n")
+                            self.inbuf = bytearray(rest)
+                            ready = json.loads(first)
+                            continue
+                if self.proc.poll() is not None:
+                    break
+        if ready is None:
+            self._stop_process()
+            ended = _Ended([], kind, log_tail(log_path, 400), False, self.proc.returncode if self.proc else None)
+            raise _NotReady(_startup_failure(ended, pool.limits))
+        self.pid = int(ready.get("pid", 0)) or None
+
+    def _stop_process(self, drain: deque[_Task] | None = None) -> None:
+        """Kill the process group and forget it; results it wrote before dying go to ``drain``."""
+        if self.proc is not None:
+            procs.kill(self.proc)
+        if self.conn is not None:
+            if drain is not None:
+                with contextlib.suppress(OSError, ValueError, json.JSONDecodeError, SimulationError):
+                    self.conn.setblocking(True)
+                    self.conn.settimeout(1.0)
+                    while drain:
+                        data = self.conn.recv(1 << 16)
+                        if not data:
+                            break
+                        self._deliver(data, drain)
+            self.conn.close()
+        if self.log_fh is not None:
+            self.log_fh.close()
+        self.proc = self.conn = self.log_fh = None
+        self.pid = None
+
+
+class WarmPool:
+    """Up to ``workers`` warm simulator processes of one build, shared by every caller.
+
+    ``run`` may be called from many threads at once; each call gets exactly its own results.
+    The number of processes is at most ``workers`` and at most one per CPU; they start when
+    work arrives and stop after ``idle_seconds`` without any.
+    """
+
+    def __init__(
+        self,
+        build: Build,
+        design: Any,
+        workers: int = 1,
+        limits: Limits | None = None,
+        idle_seconds: float = 300.0,
+    ) -> None:
+        self.build = build
+        self.design = design
+        self.limits = limits or Limits()
+        self.workers = max(1, min(int(workers), os.cpu_count() or 1))
+        self.idle_seconds = float(idle_seconds)
+        self.counters = Counters()
+        self._header = json.dumps(Job(design, (), limits=self.limits).as_data())
+        self._cond = threading.Condition()
+        self._queue: deque[_Task] = deque()
+        self._live: set[_Worker] = set()
+        self._free = 0
+        self._made = 0
+        self._closed = False
+        _all_pools.add(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def run(self, evaluations: Sequence[Evaluation]) -> dict[str, EvalResult]:
+        """Run ``evaluations`` (results as :func:`hwtp.score.run_evaluations` gives them, by id)."""
+        if self._closed:
+            raise SimulationError("the warm pool is closed")
+        unique: dict[str, Evaluation] = {}
+        for ev in evaluations:
+            unique.setdefault(ev.id, ev)  # one run per id, as run_evaluations' result dict
+        ticket = _Ticket(len(unique))
+        tasks = []
+        for ev in unique.values():
+            if ev.cycles > self.limits.max_cycles:
+                reason = f"plan simulates {ev.cycles} cycles, over the limit of {self.limits.max_cycles}"
+                ticket.put(EvalResult(ev.id, "timeout", reason=reason))
+            else:
+                line = (json.dumps(ev.as_job_entry(), separators=(",", ":")) + "\n").encode()
+                tasks.append(_Task(ev, ticket, line))
+        if tasks:
+            with self._cond:
+                if self._closed:
+                    raise SimulationError("the warm pool is closed")
+                self._queue.extend(tasks)
+                self._grow()
+                self._cond.notify_all()
+        ticket.event.wait()
+        if ticket.error is not None:
+            raise ticket.error
+        return {key: ticket.results[key] for key in unique}
+
+    def pids(self) -> list[int]:
+        """Process ids of the running simulators (the harness's own, not the reaper's)."""
+        with self._cond:
+            return sorted(w.pid for w in self._live if w.pid)
+
+    def stats(self) -> dict[str, int]:
+        """Workers alive and busy, evaluations queued, processes started, evaluations run."""
+        with self._cond:
+            return {
+                "workers": len(self._live),
+                "busy": len(self._live) - self._free,
+                "queued": len(self._queue),
+                "processes": self.counters.processes,
+                "evaluations": self.counters.evaluations,
+            }
+
+    def retire(self) -> None:
+        """Finish the work already given, then stop every process (as if idle at once)."""
+        with self._cond:
+            self.idle_seconds = 0.0
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop every process now; calls still waiting fail with :class:`SimulationError`."""
+        with self._cond:
+            if self._closed and not self._live:
+                return
+            self._closed = True
+            error = SimulationError("the warm pool was closed")
+            for task in self._queue:
+                task.ticket.fail(error)
+            self._queue.clear()
+            workers = list(self._live)
+            self._cond.notify_all()
+        for worker in workers:
+            if worker.thread is not threading.current_thread():
+                worker.thread.join(_JOIN_S)
+        for worker in workers:  # a thread stuck past the join: its process goes anyway
+            proc = worker.proc
+            if proc is not None:
+                procs.kill(proc)
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- the workers' side (every method below runs under or takes self._cond) ---------------
+
+    def _grow(self) -> None:
+        """Start workers while the queue holds more than the free ones will take at once."""
+        while len(self._live) < self.workers and len(self._queue) > self._free * _WINDOW:
+            self._made += 1
+            worker = _Worker(self, self._made)
+            self._live.add(worker)
+            self._free += 1
+            worker.thread.start()
+
+    def _take(self, worker: _Worker, room: int, wait: bool) -> list[_Task] | None:
+        """Up to ``room`` queued evaluations for ``worker``; with ``wait`` (it has none in
+        flight) block until some arrive, or return None when idle too long or closing."""
+        with self._cond:
+            if wait and not worker.free:
+                worker.free = True
+                self._free += 1
+            deadline = time.monotonic() + self.idle_seconds
+            while True:
+                if self._closed:
+                    return None
+                while self._queue and self._queue[0].ticket.done:
+                    self._queue.popleft()  # its caller already failed
+                if self._queue or not wait:
+                    break
+                remaining = min(deadline, time.monotonic() + self.idle_seconds) - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            taken: list[_Task] = []
+            while self._queue and len(taken) < room:
+                task = self._queue.popleft()
+                if not task.ticket.done:
+                    taken.append(task)
+            if taken and worker.free:
+                worker.free = False
+                self._free -= 1
+            return taken
+
+    def _requeue(self, tasks: list[_Task]) -> None:
+        """Evaluations a dead process held but never started go first in line again."""
+        with self._cond:
+            if self._closed:
+                error = SimulationError("the warm pool was closed")
+                for task in tasks:
+                    task.ticket.fail(error)
+                return
+            self._queue.extendleft(reversed(tasks))
+            self._cond.notify_all()
+
+    def _exited(self, worker: _Worker) -> None:
+        with self._cond:
+            self._live.discard(worker)
+            if worker.free:
+                self._free -= 1
+            if self._closed:
+                return
+            if self._queue:
+                self._grow()
+                if not self._live:  # cannot happen (workers >= 1); never strand a caller
+                    error = SimulationError("no warm simulator worker could start")
+                    for task in self._queue:
+                        task.ticket.fail(error)
+                    self._queue.clear()
+
+
+# -- the registry ---------------------------------------------------------------------------
+
+_registry_lock = threading.Lock()
+_registry: OrderedDict[str, WarmPool] = OrderedDict()
+_making: dict[str, threading.Lock] = {}
+_all_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+
+
+def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 8) -> WarmPool:
+    """The pool registered under ``key``, made by ``make()`` if there is none (or it was
+    closed). Past ``max_pools`` pools the least recently used one is retired: it finishes the
+    work it was given and its processes stop."""
+    with _registry_lock:
+        pool = _registry.get(key)
+        if pool is not None and not pool.closed:
+            _registry.move_to_end(key)
+            return pool
+        making = _making.setdefault(key, threading.Lock())
+    with making:  # one make() per key at a time; other keys are not held up by a slow build
+        with _registry_lock:
+            pool = _registry.get(key)
+            if pool is not None and not pool.closed:
+                _registry.move_to_end(key)
+                return pool
+        pool = make()
+        evicted = []
+        with _registry_lock:
+            _registry[key] = pool
+            _registry.move_to_end(key)
+            while len(_registry) > max(1, max_pools):
+                evicted.append(_registry.popitem(last=False)[1])
+    for old in evicted:
+        old.retire()
+    return pool
+
+
+def pools() -> dict[str, WarmPool]:
+    """The registered pools by key, least recently used first."""
+    with _registry_lock:
+        return dict(_registry)
+
+
+def close_all() -> None:
+    """Close every pool (registered or not) and forget the registry."""
+    with _registry_lock:
+        _registry.clear()
+        _making.clear()
+    for pool in list(_all_pools):
+        pool.close()
+
+
+atexit.register(close_all)
+
+__all__ = ["EvalResult", "Evaluation", "Limits", "WarmPool", "close_all", "pool_for", "pools"]
