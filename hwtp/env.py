@@ -14,6 +14,12 @@ CACHE_DIR_VAR = "HWTP_CACHE_DIR"
 VERILATOR_VAR = "HWTP_VERILATOR"
 #: ``1`` lets designs call system tasks that run commands or write files (``$system``, ``$fopen``...).
 ALLOW_SYSTEM_TASKS_VAR = "HWTP_ALLOW_SYSTEM_TASKS"
+#: Folders (``os.pathsep``-separated) where reward functions find mutant sets: run folders or ``hwtp mutate`` outputs.
+STATES_VAR = "HWTP_STATES"
+#: Simulator processes per warm pool (one pool per design and mutant set) of the reward functions.
+REWARD_WORKERS_VAR = "HWTP_REWARD_WORKERS"
+#: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
+SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"
 #: Default variable holding the API key of an OpenAI-compatible endpoint.
 DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
 #: Default cap on an endpoint's response body (bytes): far above any plan, far below a memory problem.

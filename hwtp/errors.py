@@ -34,6 +34,11 @@ class ScoreError(HwtpError):
     """Scores or their inputs are malformed."""
 
 
+class RewardError(HwtpError):
+    """A reward request cannot be scored: its ground truth is malformed, or names a mutant set
+    (design, hash) that is not in the configured folders. Never turned into a reward of 0."""
+
+
 class ConfigError(HwtpError):
     """A configuration value or combination of options is invalid."""
 

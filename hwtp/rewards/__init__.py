@@ -1,0 +1,31 @@
+"""hwtp as the verifier of online RL trainers: rewards of completions on mutant-set states.
+
+``score_completions`` is the batched core; ``trl_reward``/``trl_reward_async`` (TRL),
+``compute_score``/``compute_score_batch`` (verl) and ``reward_func`` (OpenRLHF) call it with
+each trainer's exact signature. Mutant sets are found in the folders of ``$HWTP_STATES``
+(``os.pathsep``-separated run folders or ``hwtp mutate`` output folders) or of
+``configure(states=...)``. See the README, "Training with hwtp rewards".
+"""
+
+from __future__ import annotations
+
+from hwtp.rewards.adapters import compute_score, compute_score_batch, reward_func, trl_reward, trl_reward_async
+from hwtp.rewards.core import RewardResult, Settings, configure, reset, score_completions, settings
+from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
+
+__all__ = [
+    "GroundTruth",
+    "GroundTruthLike",
+    "RewardResult",
+    "Settings",
+    "compute_score",
+    "compute_score_batch",
+    "configure",
+    "parse_truth",
+    "reset",
+    "reward_func",
+    "score_completions",
+    "settings",
+    "trl_reward",
+    "trl_reward_async",
+]

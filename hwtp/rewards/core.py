@@ -1,0 +1,302 @@
+"""The batched reward core: (ground truth, completion) pairs to rewards, as ``hwtp score`` gives them.
+
+Work is grouped per (design, mutant set): each group's completions become plans
+(:func:`hwtp.plan.extract_plan` on the response only), tied to their state, and go through
+the scoring path of ``hwtp score`` (:func:`hwtp.score.prepare`, the evaluations,
+:func:`hwtp.score.assemble`), so a plan gets the same reward here as from ``hwtp score`` on
+the same state. Identical completions for one state are simulated once. An invalid plan
+earns the invalid level (outcome ``invalid``, the reason in ``detail``); a timeout or error
+is indeterminate: reward None, never a number a trainer would learn from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hwtp import env
+from hwtp.errors import ConfigError, PlanError, RewardError
+from hwtp.mutantset import MutantSet, set_hash
+from hwtp.plan import extract_plan
+from hwtp.planset import PlanInput
+from hwtp.rewards.completion import is_example, response_text
+from hwtp.rewards.registry import Registry
+from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
+from hwtp.score import GOLDEN, RewardLevels, SampleResult, ScoreConfig, assemble, prepare
+from hwtp.sim import warm
+from hwtp.sim.job import Evaluation, Limits
+from hwtp.sim.runner import EvalResult
+
+#: Outcomes that prove nothing (the simulation did not finish): reward None.
+INDETERMINATE = frozenset({"timeout", "error"})
+
+
+@dataclass(frozen=True)
+class RewardResult:
+    """The reward of one completion. ``reward`` is None only when indeterminate (timeout, error)."""
+
+    reward: float | None
+    outcome: str
+    detail: dict[str, Any]
+    design: str
+    state: str
+    ceiling: float | None = None  # the best reward attainable on this state
+
+    @property
+    def indeterminate(self) -> bool:
+        return self.outcome in INDETERMINATE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "reward": self.reward,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "design": self.design,
+            "state": self.state,
+            "ceiling": self.ceiling,
+        }
+
+
+def _default_workers() -> int:
+    text = env.get(env.REWARD_WORKERS_VAR)
+    if text is not None:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"{env.REWARD_WORKERS_VAR}={text!r}: expected a whole number of workers") from None
+        if value < 1:
+            raise ConfigError(f"{env.REWARD_WORKERS_VAR}={text!r}: at least 1 worker")
+        return value
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How rewards are computed; change with :func:`configure`."""
+
+    states: tuple[Path, ...] | None = None  # None: the folders of $HWTP_STATES, read at each call
+    workers: int | None = None  # None: $HWTP_REWARD_WORKERS, else min(4, CPUs)
+    rewards: RewardLevels = field(default_factory=RewardLevels)
+    limits: Limits = field(default_factory=Limits)
+    simulator: str = "verilator"
+    cache_root: Path | None = None
+    idle_seconds: float = 300.0
+
+    def folders(self) -> tuple[Path, ...]:
+        if self.states is not None:
+            return self.states
+        text = env.get(env.STATES_VAR) or ""
+        return tuple(Path(p).expanduser() for p in text.split(os.pathsep) if p.strip())
+
+    def worker_count(self) -> int:
+        return self.workers if self.workers is not None else _default_workers()
+
+
+_lock = threading.Lock()
+_settings = Settings()
+_registries: dict[tuple[Path, ...], Registry] = {}
+
+
+def configure(
+    states: Sequence[str | Path] | None = None,
+    workers: int | None = None,
+    rewards: RewardLevels | None = None,
+    limits: Limits | None = None,
+    simulator: str | None = None,
+    cache_root: str | Path | None = None,
+    idle_seconds: float | None = None,
+) -> Settings:
+    """Set where mutant sets are found (``states``: run folders or ``hwtp mutate`` output
+    folders; default ``$HWTP_STATES``), simulator processes per warm pool, reward levels
+    (default ``hwtp score``'s 0,1,2), evaluation limits and simulator. Arguments left None keep
+    their value. Returns the settings in force."""
+    global _settings
+    if workers is not None and workers < 1:
+        raise ConfigError(f"workers={workers}: at least 1")
+    with _lock:
+        changes: dict[str, Any] = {}
+        if states is not None:
+            changes["states"] = tuple(Path(s).expanduser() for s in states)
+        if workers is not None:
+            changes["workers"] = workers
+        if rewards is not None:
+            changes["rewards"] = rewards
+        if limits is not None:
+            changes["limits"] = limits
+        if simulator is not None:
+            changes["simulator"] = simulator
+        if cache_root is not None:
+            changes["cache_root"] = Path(cache_root)
+        if idle_seconds is not None:
+            changes["idle_seconds"] = idle_seconds
+        before = _settings
+        _settings = replace(_settings, **changes)
+        after = _settings
+    if _simulation(before) != _simulation(after):
+        _close_pools()  # the next call makes pools with the new settings
+    return after
+
+
+def _simulation(s: Settings) -> tuple[Any, ...]:
+    return (s.workers, s.limits, s.simulator, s.cache_root, s.idle_seconds)
+
+
+def _close_pools() -> None:
+    with _lock:
+        keys = list(_pool_keys)
+        _pool_keys.clear()
+    live = warm.pools()
+    for key in keys:
+        pool = live.get(key)
+        if pool is not None:
+            pool.close()
+
+
+def reset() -> None:
+    """Back to the defaults ($HWTP_STATES); forget indexed folders and close the warm pools made here."""
+    global _settings
+    with _lock:
+        _settings = Settings()
+        _registries.clear()
+    _close_pools()
+
+
+def settings() -> Settings:
+    return _settings
+
+
+def _registry(folders: tuple[Path, ...]) -> Registry:
+    with _lock:
+        reg = _registries.get(folders)
+        if reg is None:
+            reg = _registries[folders] = Registry(folders)
+        return reg
+
+
+def find_mutant_set(truth: GroundTruth) -> MutantSet:
+    """The mutant set a ground truth names; :class:`RewardError` when it is not in the folders."""
+    return _registry(_settings.folders()).find(truth.design, truth.mutant_set)
+
+
+# --------------------------------------------------------------------------- evaluations
+
+_builds: dict[tuple[str, str, str], Any] = {}
+_pool_keys: set[str] = set()  # the warm pools made here (hwtp.sim.warm.pool_for keys)
+
+
+def _build(mutant_set: MutantSet, config: Settings) -> Any:
+    from hwtp.score import schemata_build
+
+    key = (set_hash(mutant_set), config.simulator, str(config.cache_root))
+    with _lock:
+        build = _builds.get(key)
+    if build is None:
+        build = schemata_build(mutant_set, config.simulator, config.cache_root)
+        with _lock:
+            _builds[key] = build
+    return build
+
+
+def _pool_key(mutant_set: MutantSet) -> str:
+    return f"{mutant_set.design.name}:{set_hash(mutant_set)}"
+
+
+def _evaluate(mutant_set: MutantSet, evaluations: Sequence[Evaluation]) -> dict[str, EvalResult]:
+    """Run ``evaluations`` of ``mutant_set`` on its warm pool (the one place that simulates here)."""
+    if not evaluations:
+        return {}
+    config = _settings
+    key = _pool_key(mutant_set)
+
+    def make() -> warm.WarmPool:
+        build = _build(mutant_set, config)
+        return warm.WarmPool(
+            build,
+            mutant_set.design,
+            workers=config.worker_count(),
+            limits=config.limits,
+            idle_seconds=config.idle_seconds,
+        )
+
+    with _lock:
+        _pool_keys.add(key)
+    return warm.pool_for(key, make).run(list(evaluations))
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def _plan_input(text: str, state: str, prompt: str | None) -> PlanInput:
+    response = response_text(text, prompt)
+    plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    try:
+        plan = extract_plan(response, source="completion")
+    except PlanError as exc:
+        return PlanInput(plan_id, None, str(exc), state, "completion")
+    if is_example(plan, prompt):
+        return PlanInput(plan_id, None, "completion: the plan is the prompt's format example, not an answer", state)
+    return PlanInput(plan_id, plan, None, state, "completion")
+
+
+def _result(sample: SampleResult, truth: GroundTruth) -> RewardResult:
+    outcome = sample.outcome.value
+    detail = dict(sample.detail or {})
+    reward: float | None = sample.reward
+    if outcome in INDETERMINATE:
+        reward = None
+        detail["indeterminate"] = True
+    return RewardResult(reward, outcome, detail, truth.design, truth.state, sample.ceiling)
+
+
+def _score_group(
+    mutant_set: MutantSet, members: list[tuple[int, GroundTruth, str, str | None]], out: list[RewardResult | None]
+) -> None:
+    states = {m.id for m in mutant_set.valid} | {GOLDEN}
+    inputs: dict[tuple[str, str], PlanInput] = {}
+    keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
+    for index, truth, text, prompt in members:
+        if truth.state not in states:
+            raise RewardError(
+                f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
+                f"of design {truth.design!r} (golden or a valid mutant id)"
+            )
+        p = _plan_input(text, truth.state, prompt)
+        inputs.setdefault((p.id, p.state or GOLDEN), p)
+        keys.append((index, truth, (p.id, p.state or GOLDEN)))
+    config = _settings
+    prepared = prepare(mutant_set, list(inputs.values()), ScoreConfig(limits=config.limits, rewards=config.rewards))
+    results = _evaluate(mutant_set, list(prepared.evaluations.values()))
+    samples = {(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)}
+    for index, truth, key in keys:
+        out[index] = _result(samples[key], truth)
+
+
+def score_completions(
+    items: Sequence[tuple[GroundTruthLike, str]], prompts: Sequence[str | None] | None = None
+) -> list[RewardResult]:
+    """Rewards of (ground truth, completion) pairs, in order.
+
+    ``completion`` is the response text (special tokens at its end are ignored); when it may
+    start with its prompt, pass the prompts (one per item) so that the prompt is cut. A ground
+    truth that is malformed or names a mutant set not in the configured folders (or whose hash
+    differs) raises :class:`~hwtp.errors.RewardError`.
+    """
+    if prompts is not None and len(prompts) != len(items):
+        raise RewardError(f"{len(prompts)} prompts for {len(items)} completions")
+    groups: dict[tuple[str, str], list[tuple[int, GroundTruth, str, str | None]]] = {}
+    for i, (raw, text) in enumerate(items):
+        truth = parse_truth(raw)
+        if not isinstance(text, str):
+            raise RewardError(f"completion {i} is {type(text).__name__}, not text")
+        prompt = prompts[i] if prompts is not None else None
+        groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
+    sets = {key: find_mutant_set(members[0][1]) for key, members in groups.items()}  # all found before any work
+    out: list[RewardResult | None] = [None] * len(items)
+    for key, members in groups.items():
+        _score_group(sets[key], members, out)
+    return [r for r in out if r is not None]
