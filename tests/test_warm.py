@@ -1,0 +1,228 @@
+"""Warm simulator workers (hwtp.sim.warm): the same results as batch scoring, no process start
+per call, many callers at once, hangs and crashes contained, idle and registry bounds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from hwtp.design import load_design
+from hwtp.errors import DesignError, SimulationError
+from hwtp.plan import extract_plan, load_plan_file, parse_plan
+from hwtp.planset import PlanInput
+from hwtp.policy import PlanRequest, RandomPolicy
+from hwtp.score import ScoreConfig, prepare, run_evaluations, schemata_build
+from hwtp.sim import procs
+from hwtp.sim.job import Evaluation, Limits, compile_plan
+from hwtp.sim.runner import EvalResult
+from hwtp.sim.warm import WarmPool, close_all, pool_for, pools
+from hwtp.stimulus import StimulusConfig
+
+pytestmark = pytest.mark.sim
+
+SEQUENTIAL, COMBINATIONAL = "counter_en_load", "gray_converter"
+
+
+class Case:
+    """A mutant set, its schemata build and evaluations of many plans, with batch results."""
+
+    def __init__(self, mutant_set: Any) -> None:
+        self.mutant_set = mutant_set
+        self.design = mutant_set.design
+        policy = RandomPolicy(mutant_set, seed=3, stimulus=StimulusConfig(tests=2, cycles=12))
+        generated = policy.generate([PlanRequest("golden", [])], 6)[0]
+        plans = [PlanInput(f"r{g.index}", extract_plan(g.text or "")) for g in generated]
+        reference = load_design(self.design.name).root / "plans" / "reference.yaml"
+        plans.append(PlanInput("reference", load_plan_file(reference)))
+        plans += [PlanInput(f"w_{mid}", plan) for mid, plan in sorted(mutant_set.witnesses.items())[:6]]
+        self.evaluations = list(prepare(mutant_set, plans, ScoreConfig()).evaluations.values())
+        self.build = schemata_build(mutant_set)
+        self.reference = run_evaluations(self.build, self.design, self.evaluations, ScoreConfig(jobs=2))
+
+    def pool(self, **options: Any) -> WarmPool:
+        return WarmPool(self.build, self.design, **options)
+
+
+def lines(results: dict[str, EvalResult]) -> list[dict[str, Any]]:
+    """Result lines without the harness's timings."""
+    return [{k: v for k, v in r.as_line().items() if k != "seconds"} for r in results.values()]
+
+
+@pytest.fixture(scope="module")
+def cases(mutated: Any) -> dict[str, Case]:
+    return {name: Case(mutated(name)) for name in (SEQUENTIAL, COMBINATIONAL)}
+
+
+def gone(pid: int, within: float = 5.0) -> bool:
+    """Whether process ``pid`` has ended (reaped or a zombie) within ``within`` seconds."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("name", [SEQUENTIAL, COMBINATIONAL])
+def test_results_equal_batch_scoring_and_one_process_serves_every_call(cases: dict[str, Case], name: str) -> None:
+    case = cases[name]
+    statuses = {r.status for r in case.reference.values()}
+    assert {"pass", "fail"} <= statuses  # plans that pass and plans that detect
+    with case.pool(workers=1) as pool:
+        first = pool.run(case.evaluations)
+        assert list(first) == list(case.reference)
+        assert lines(first) == lines(case.reference)
+        [pid] = pool.pids()
+        start = time.perf_counter()
+        for i in range(20):  # many calls, in pieces and whole, in another order
+            part = case.evaluations[i::7][::-1]
+            got = pool.run(part)
+            assert lines(got) == [lines({e.id: case.reference[e.id]})[0] for e in part]
+        seconds = time.perf_counter() - start
+        assert pool.pids() == [pid]
+        assert pool.stats()["processes"] == 1
+    assert gone(pid)
+    print(f"measured: {name}: 20 warm calls in {seconds * 1000:.0f} ms on one process")
+
+
+def test_concurrent_callers_get_their_own_results(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    evs = case.evaluations
+    failures: list[str] = []
+    with case.pool(workers=2) as pool:
+
+        def caller(k: int) -> None:
+            for round_ in range(5):
+                part = evs[(k + round_) % 5 :: 5]  # callers overlap: the same ids in several calls
+                got = pool.run(part)
+                want = {e.id: case.reference[e.id] for e in part}
+                if lines(got) != lines(want):
+                    failures.append(f"caller {k} round {round_}")
+
+        threads = [threading.Thread(target=caller, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not failures
+        stats = pool.stats()
+        assert stats["processes"] == len(pool.pids()) <= 2
+        assert stats["queued"] == 0 and stats["busy"] == 0
+
+
+def _hung(case: Case) -> Evaluation:
+    """An evaluation that simulates for minutes: compiled ops with one wait of 10^9 cycles
+    (no plan may ask for that many; the budget must stop it all the same)."""
+    return Evaluation("hung", ({"name": "forever", "ops": [["w", 10**9, 1]]},))
+
+
+def test_a_hung_evaluation_is_a_timeout_within_its_budget_and_the_pool_goes_on(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    before, after = case.evaluations[:3], case.evaluations[3:6]
+    with case.pool(workers=1, limits=Limits(wall_s=1.0)) as pool:
+        pool.run(before)
+        [pid] = pool.pids()
+        start = time.monotonic()
+        got = pool.run([*before, _hung(case), *after])
+        seconds = time.monotonic() - start
+        hung = got.pop("hung")
+        assert (hung.status, hung.fault, hung.reason) == ("timeout", "hang", "evaluation exceeded 1 s")
+        assert lines(got) == lines({e.id: case.reference[e.id] for e in (*before, *after)})
+        assert 1.0 <= seconds < 1.0 + 8, seconds  # the budget, then a fresh process for the rest
+        assert gone(pid)
+        assert pool.pids() and pool.pids() != [pid]
+        assert lines(pool.run(case.evaluations)) == lines(case.reference)
+        assert pool.stats()["processes"] == 2
+    print(f"measured: a hang (budget 1 s) settled and the rest run in {seconds:.2f} s")
+
+
+def test_a_killed_worker_loses_and_duplicates_nothing(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    slow_plan = parse_plan("tests:\n- name: slow\n  steps:\n  - wait: 20000\n  - expect: {q: 0}\n")
+    slow = [Evaluation(f"slow{i}", compile_plan(slow_plan, case.design)) for i in range(30)]
+    evs = [*case.evaluations, *slow]
+    reference = {**case.reference, **run_evaluations(case.build, case.design, slow, ScoreConfig())}
+    with case.pool(workers=1) as pool:
+        pool.run(case.evaluations[:1])
+        [pid] = pool.pids()
+        box: dict[str, Any] = {}
+        caller = threading.Thread(target=lambda: box.update(got=pool.run(evs)))
+        base = pool.stats()["evaluations"]
+        caller.start()
+        while pool.stats()["evaluations"] < base + len(case.evaluations) + 3:
+            time.sleep(0.001)
+        os.kill(pid, signal.SIGKILL)
+        caller.join(120)
+        got: dict[str, EvalResult] = box["got"]
+        assert list(got) == [e.id for e in evs]  # nothing lost
+        errors = [r for r in got.values() if r.status == "error"]
+        assert len(errors) == 1 and errors[0].reason and errors[0].reason.startswith("simulator process died")
+        assert lines({k: v for k, v in got.items() if v.status != "error"}) == lines(
+            {e.id: reference[e.id] for e in evs if e.id != errors[0].id}
+        )
+        # nothing run twice: every result but the held one came from the simulator exactly once
+        assert pool.stats()["evaluations"] - base == len(evs) - 1
+        assert pool.stats()["processes"] == 2 and pool.pids() != [pid]
+
+
+def test_idle_workers_stop_and_start_again(cases: dict[str, Case]) -> None:
+    case = cases[COMBINATIONAL]
+    with case.pool(workers=1, idle_seconds=0.5) as pool:
+        pool.run(case.evaluations[:2])
+        [pid] = pool.pids()
+        time.sleep(1.5)
+        assert pool.pids() == [] and pool.stats()["workers"] == 0
+        assert gone(pid)
+        assert lines(pool.run(case.evaluations)) == lines(case.reference)
+        assert pool.stats()["processes"] == 2
+
+
+def test_start_up_failure_fails_the_call_not_the_pool(cases: dict[str, Case]) -> None:
+    case = cases[COMBINATIONAL]
+    with case.pool(limits=Limits(startup_s=0.01)) as pool, pytest.raises(DesignError, match="start-up budget"):
+        pool.run(case.evaluations[:2])
+    with case.pool() as pool:
+        two = case.evaluations[:2]
+        assert lines(pool.run(two)) == lines({e.id: case.reference[e.id] for e in two})
+    with pytest.raises(SimulationError, match="closed"):
+        pool.run(case.evaluations[:1])
+
+
+def test_the_registry_is_bounded_and_close_all_leaves_no_process(cases: dict[str, Case]) -> None:
+    close_all()
+    made: list[WarmPool] = []
+
+    def make(case: Case) -> WarmPool:
+        made.append(case.pool(workers=1))
+        return made[-1]
+
+    try:
+        a = pool_for("a", lambda: make(cases[SEQUENTIAL]), max_pools=2)
+        a.run(cases[SEQUENTIAL].evaluations[:2])
+        [pid_a] = a.pids()
+        b = pool_for("b", lambda: make(cases[COMBINATIONAL]), max_pools=2)
+        b.run(cases[COMBINATIONAL].evaluations[:2])
+        assert pool_for("a", lambda: make(cases[SEQUENTIAL]), max_pools=2) is a  # no new pool
+        assert list(pools()) == ["b", "a"]
+        [pid_b] = b.pids()
+        c = pool_for("c", lambda: make(cases[COMBINATIONAL]), max_pools=2)  # "b" is least recently used
+        assert list(pools()) == ["a", "c"] and len(made) == 3
+        assert gone(pid_b)  # retired: its process stopped once its work was done
+        assert lines(b.run(cases[COMBINATIONAL].evaluations[:2]))  # a caller still holding it is served
+        c.run(cases[COMBINATIONAL].evaluations[:2])
+        pids = [pid_a, *c.pids()]
+    finally:
+        close_all()
+    assert pools() == {}
+    assert all(gone(pid) for pid in pids)
+    assert all(p.closed for p in made)
+    assert not procs._live  # every process hwtp started has ended
