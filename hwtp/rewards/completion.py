@@ -80,7 +80,9 @@ def cut_prompt(text: str, prompt: str | None) -> str:
         if tail:
             at = text.find(tail)
             if at >= 0:
-                return text[at + len(tail) :]
+                rest = text[at + len(tail) :]
+                spaces = prompt[len(stripped) :]  # the prompt's own trailing whitespace
+                return rest[len(spaces) :] if spaces and rest.startswith(spaces) else rest
     marker = _ASSISTANT_START.search(text)
     return text[marker.end() :] if marker else text
 
