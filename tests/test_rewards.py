@@ -9,7 +9,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("rewards")
     out = root / "run"
     formats = [a for f in ("trl", "verl", "openrlhf", "jsonl") for a in ("--format", f)]
-    code = main(["run", *DESIGNS, "-o", str(out), "--states", "3", "-G", "2", "--policy", "random", *formats, "-j", "1"])
+    code = main(
+        ["run", *DESIGNS, "-o", str(out), "--states", "3", "-G", "2", "--policy", "random", *formats, "-j", "1"]
+    )
     assert code == 0
     records = _rows(out / "export" / "jsonl")
     expected: dict[tuple[str, str, str], float] = {}
@@ -141,8 +143,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         lines = []
         for i, r in enumerate(mine):
             for j, text in enumerate([r["completion"], *_corrupt(r["completion"], design)]):
-                lines.append({"plan": f"p{i}-{j}", "state": r["state"], "completion": text, "design": design,
-                              "mutant_set": r["mutant_set"]})
+                lines.append(
+                    {
+                        "plan": f"p{i}-{j}",
+                        "state": r["state"],
+                        "completion": text,
+                        "design": design,
+                        "mutant_set": r["mutant_set"],
+                    }
+                )
         (plans / "plans.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         scores = root / f"scores-{design}.json"
         mutdir = out / "designs" / design / "mutants"
@@ -158,8 +167,10 @@ def _cases(run: dict[str, Any], fmt: str) -> list[tuple[dict[str, Any], str, flo
     rows = _rows(run["out"] / "export" / fmt) if fmt != "verl" else _verl_rows(run["out"])
     cases = []
     for row in rows:
-        truth = row["ground_truth"] if fmt == "trl" else (
-            json.loads(row["label"]) if fmt == "openrlhf" else row["reward_model"]["ground_truth"]
+        truth = (
+            row["ground_truth"]
+            if fmt == "trl"
+            else (json.loads(row["label"]) if fmt == "openrlhf" else row["reward_model"]["ground_truth"])
         )
         for (design, text, state), reward in run["expected"].items():
             if design == truth["design"] and state == truth["state"]:
@@ -169,7 +180,9 @@ def _cases(run: dict[str, Any], fmt: str) -> list[tuple[dict[str, Any], str, flo
 
 def _verl_rows(out: Path) -> list[dict[str, Any]]:
     pq = pytest.importorskip("pyarrow.parquet")
-    return [r for f in sorted((out / "export" / "verl" / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    return [
+        r for f in sorted((out / "export" / "verl" / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()
+    ]
 
 
 @pytest.fixture
@@ -183,7 +196,9 @@ def test_trl_reward_as_grpo_trainer_calls_it(run: dict[str, Any], states: Path) 
     cases = _cases(run, "trl")
     assert {r for _, _, r in cases} == {0.0, 1.0, 2.0}
     rows = [row for row, _, _ in cases] + [_no_truth(cases[0][0])]
-    completions = [[{"role": "assistant", "content": text}] for _, text, _ in cases] + [[{"role": "assistant", "content": "x"}]]
+    completions = [[{"role": "assistant", "content": text}] for _, text, _ in cases] + [
+        [{"role": "assistant", "content": "x"}]
+    ]
     logged: dict[str, list[Any]] = {}
     metrics: dict[str, float] = {}
     # GRPOTrainer._calculate_rewards: every column but prompt/completion as keyword lists, plus its extras
@@ -304,7 +319,9 @@ def test_missing_or_changed_mutant_set(run: dict[str, Any], tmp_path: Path, monk
     # the folders hold no set of that design
     only_other = run["out"] / "designs" / ("adder_carry" if truth["design"] != "adder_carry" else "counter_en_load")
     R.configure(states=[only_other])
-    with pytest.raises(RewardError, match=f"mutant set {truth['mutant_set'][:12]} of design '{truth['design']}' not found"):
+    with pytest.raises(
+        RewardError, match=f"mutant set {truth['mutant_set'][:12]} of design '{truth['design']}' not found"
+    ):
         R.trl_reward(prompts=[row["prompt"]], completions=[text], ground_truth=[truth])
     # a copy of the set, changed after the export (another seed): the hash differs
     copy = tmp_path / "changed"
