@@ -23,6 +23,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.run", "status_command"),
     ("hwtp.commands.ci", "ci"),
     ("hwtp.commands.ci", "export_tests_command"),
+    ("hwtp.commands.serve", "serve_command"),
 )
 
 

@@ -1,0 +1,179 @@
+"""The ASGI application of ``hwtp serve`` (Starlette): routes, bearer token, bounds, metrics.
+
+``POST /reward`` (OpenRLHF), ``POST /verify`` (NeMo Gym), ``GET /health``, ``GET /metrics``.
+Every answer is JSON; every refusal is ``{"error": "..."}`` with a 4xx/5xx status that says
+whose fault it is: 400 unreadable body, 401 token, 413 too large, 422 wrong field or unknown
+mutant set, 503 busy (``Retry-After``), 504 over the request's time limit, 500 a simulator
+failure. Scoring itself is :mod:`hwtp.rewards`; nothing here computes a reward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from hwtp import __version__
+from hwtp.errors import HwtpError, RewardError
+from hwtp.serve import protocol
+from hwtp.serve.batcher import Batcher, ScoreFn
+from hwtp.serve.limits import Admission, Busy, ServeLimits
+from hwtp.serve.metrics import Metrics
+from hwtp.serve.protocol import RequestError
+
+_log = logging.getLogger(__name__)
+
+
+class _Refused(Exception):
+    """Answer at once with ``status``, ``message`` and extra headers (no scoring)."""
+
+    def __init__(self, status: int, message: str, reason: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason
+        self.headers = headers or {}
+
+
+def create_app(
+    score: ScoreFn,
+    limits: ServeLimits | None = None,
+    token: str | None = None,
+    states: Sequence[str] = (),
+    on_shutdown: Callable[[], None] | None = None,
+) -> Starlette:
+    """The service around ``score`` (``hwtp.rewards.score_completions`` in ``hwtp serve``).
+
+    ``token``: when set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
+    ``on_shutdown`` runs after the last accepted request was answered (closes the warm pools).
+    """
+    limits = limits or ServeLimits()
+    metrics = Metrics()
+    admission = Admission(limits.concurrency, limits.queue, metrics)
+    batcher = Batcher(score, metrics, limits.scoring_threads, limits.max_batch_items)
+    expected = token.encode("utf-8") if token else None
+
+    def check_token(request: Request) -> None:
+        if expected is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode("utf-8"), expected):
+            raise _Refused(401, "missing or wrong bearer token", "unauthorized", {"WWW-Authenticate": "Bearer"})
+
+    async def read_json(request: Request) -> Any:
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                raise _Refused(400, "Content-Length is not a number", "malformed")
+            if int(declared) > limits.max_body_bytes:
+                raise _Refused(
+                    413, f"body of {declared} bytes exceeds the limit of {limits.max_body_bytes}", "too_large"
+                )
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limits.max_body_bytes:
+                raise _Refused(413, f"body exceeds the limit of {limits.max_body_bytes} bytes", "too_large")
+            chunks.append(chunk)
+        return protocol.decode_json(b"".join(chunks))
+
+    async def scored(items: list[protocol.Item], deadline: float) -> list[Any]:
+        try:
+            async with admission.slot():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                return await batcher.score(items, left)
+        except Busy:
+            raise _Refused(
+                503,
+                f"busy: {limits.concurrency} requests in flight and {limits.queue} queued",
+                "busy",
+                {"Retry-After": str(limits.retry_after_s)},
+            ) from None
+
+    def endpoint(
+        route: str, handler: Callable[[Request], Awaitable[Response]], *, auth: bool = True
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def wrapped(request: Request) -> Response:
+            start = time.monotonic()
+            try:
+                if auth:
+                    check_token(request)
+                response = await handler(request)
+            except _Refused as exc:
+                metrics.reject(exc.reason)
+                response = _error(exc.status, exc.message, exc.headers)
+            except RequestError as exc:
+                metrics.reject("malformed" if exc.status < 413 or exc.status == 422 else "too_large")
+                response = _error(exc.status, exc.message)
+            except RewardError as exc:
+                metrics.reject("ground_truth")
+                response = _error(422, str(exc))
+            except (TimeoutError, asyncio.TimeoutError):
+                response = _error(504, f"request exceeded its time limit of {limits.request_timeout_s:g} s")
+            except HwtpError as exc:
+                response = _error(500, f"scoring failed: {exc}")
+            except Exception:
+                _log.exception("hwtp serve: %s failed", route)
+                response = _error(500, "internal error (logged by the service)")
+            metrics.request_done(route, response.status_code, time.monotonic() - start)
+            return response
+
+        return wrapped
+
+    async def reward(request: Request) -> Response:
+        deadline = time.monotonic() + limits.request_timeout_s
+        parsed = protocol.parse_reward(await read_json(request), limits.max_items)
+        items = protocol.reward_items(parsed)
+        results = await scored(items, deadline) if items else []
+        return JSONResponse(protocol.reward_response(results))
+
+    async def verify(request: Request) -> Response:
+        deadline = time.monotonic() + limits.request_timeout_s
+        body, item = protocol.parse_verify(await read_json(request))
+        (result,) = await scored([item], deadline)
+        return JSONResponse(protocol.verify_response(body, result))
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__, "states": list(states)})
+
+    async def metrics_route(request: Request) -> Response:
+        if request.query_params.get("format") == "prometheus":
+            return PlainTextResponse(metrics.prometheus(), media_type="text/plain; version=0.0.4")
+        return JSONResponse({**metrics.snapshot(), "pending_items": batcher.pending_items})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await batcher.drain()
+            batcher.close()
+            if on_shutdown is not None:
+                await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
+
+    routes = [
+        Route("/reward", endpoint("/reward", reward), methods=["POST"]),
+        Route("/verify", endpoint("/verify", verify), methods=["POST"]),
+        Route("/health", endpoint("/health", health, auth=False), methods=["GET"]),
+        Route("/metrics", endpoint("/metrics", metrics_route), methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.metrics = metrics
+    return app
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
