@@ -12,6 +12,7 @@ is indeterminate: reward None, never a number a trainer would learn from.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import Any
 from hwtp import env
 from hwtp.errors import ConfigError, PlanError, RewardError
 from hwtp.mutantset import MutantSet, set_hash
-from hwtp.plan import extract_plan
+from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
 from hwtp.rewards.completion import is_example, response_text
 from hwtp.rewards.registry import Registry
@@ -240,6 +241,9 @@ def _plan_input(text: str, state: str, prompt: str | None) -> PlanInput:
         return PlanInput(plan_id, None, str(exc), state, "completion")
     if is_example(plan, prompt):
         return PlanInput(plan_id, None, "completion: the plan is the prompt's format example, not an answer", state)
+    # the plan's id is its tests' content: completions that differ only in prose simulate once
+    tests = json.dumps(to_data(plan).get("tests"), sort_keys=True, default=str)
+    plan_id = "p" + hashlib.sha256(tests.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
     return PlanInput(plan_id, plan, None, state, "completion")
 
 
