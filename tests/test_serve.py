@@ -409,10 +409,11 @@ def test_concurrent_clients_with_a_killed_simulator(states: dict[str, Any]) -> N
 
 
 @pytest.mark.sim
-def test_bearer_token(states: dict[str, Any]) -> None:
+def test_bearer_token_and_time_limit(states: dict[str, Any]) -> None:
     secret = "s3cret-token-value"
     env = {**os.environ, TOKEN_VAR: secret}
-    srv = Server(states["mutdir"], states["root"], "--token-env", TOKEN_VAR, env=env)
+    srv = Server(states["mutdir"], states["root"], "--token-env", TOKEN_VAR, "--request-timeout", "3", env=env)
+    auth = {"Authorization": f"Bearer {secret}"}
     try:
         body = {"query": [fenced(drive_plan("t", 1))], "labels": [truth(states, "golden")]}
         assert srv.post("/reward", body).status_code == 401
@@ -420,8 +421,11 @@ def test_bearer_token(states: dict[str, Any]) -> None:
         assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
         assert srv.client.get("/metrics").status_code == 401
         assert srv.client.get("/health").status_code == 200
-        ok = srv.post("/reward", body, headers={"Authorization": f"Bearer {secret}"})
+        ok = srv.post("/reward", body, headers=auth)
         assert ok.status_code == 200 and ok.json()["rewards"] == [1.0]
+        # the request's time limit (3 s) on a request that takes longer: 504, not a partial answer
+        slow = srv.post("/reward", long_body(states, 20, "slow"), headers=auth)
+        assert slow.status_code == 504 and "time limit of 3 s" in slow.json()["error"]
     finally:
         code, out, err = srv.stop()
     assert code == 0, err
@@ -441,33 +445,50 @@ def test_token_variable_must_be_set(tmp_path: Path) -> None:
     assert done.returncode == 2 and f"--token-env {TOKEN_VAR}: the variable is not set" in done.stderr
 
 
-@pytest.mark.sim
-def test_sigterm_finishes_the_request_in_flight(states: dict[str, Any]) -> None:
-    """SIGTERM with a request in flight: it is answered in full, then the service exits 0."""
-    srv = Server(states["mutdir"], states["root"], "--workers", "1")
+def long_body(states: dict[str, Any], n: int, tag: str) -> dict[str, Any]:
+    """``n`` distinct plans of 60 000 cycles each: a request that takes seconds."""
     labels = ["golden", *states["ids"]]
-    body = {
-        "query": [fenced(drive_plan(f"s{k}", k % 256, 60_000)) for k in range(12)],
-        "labels": [truth(states, labels[k % len(labels)]) for k in range(12)],
+    return {
+        "query": [fenced(drive_plan(f"{tag}{k}", k % 256, 60_000)) for k in range(n)],
+        "labels": [truth(states, labels[k % len(labels)]) for k in range(n)],
     }
-    answer: dict[str, Any] = {}
 
-    def send() -> None:
+
+@pytest.mark.sim
+def test_sigterm_finishes_accepted_requests(states: dict[str, Any]) -> None:
+    """One request in flight and one queued (concurrency 1, queue 1), a third refused with 503 and
+    Retry-After; then SIGTERM: both accepted requests are answered in full, the service exits 0
+    and leaves no process behind."""
+    srv = Server(states["mutdir"], states["root"], "--workers", "1", "--concurrency", "1", "--queue", "1")
+    answers: dict[str, Any] = {}
+
+    def send(name: str, body: dict[str, Any]) -> None:
         with httpx.Client(base_url=srv.url, timeout=300.0) as c:
-            answer["r"] = c.post("/reward", json=body)
+            answers[name] = c.post("/reward", json=body)
 
-    thread = threading.Thread(target=send)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while srv.client.get("/metrics").json()["in_flight"] == 0:
-        assert time.monotonic() < deadline and thread.is_alive(), "the request was never in flight"
-        time.sleep(0.005)
+    def wait_metric(key: str, thread: threading.Thread) -> None:
+        deadline = time.monotonic() + 30
+        while srv.client.get("/metrics").json()[key] == 0:
+            assert time.monotonic() < deadline and thread.is_alive(), f"{key} stayed 0"
+            time.sleep(0.005)
+
+    first = threading.Thread(target=send, args=("first", long_body(states, 12, "a")))
+    first.start()
+    wait_metric("in_flight", first)
+    second = threading.Thread(target=send, args=("second", long_body(states, 2, "b")))
+    second.start()
+    wait_metric("queue_depth", second)
+    busy = srv.post("/reward", long_body(states, 1, "c"))
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1", busy.text
+    assert "busy" in busy.json()["error"]
     srv.proc.send_signal(signal.SIGTERM)
-    thread.join(timeout=300)
+    first.join(timeout=300)
+    second.join(timeout=300)
     code, out, err = srv.stop()
-    assert answer["r"].status_code == 200, answer["r"].text
-    got = answer["r"].json()
-    assert len(got["rewards"]) == 12 and not any(got["extra_logs"]["hwtp_indeterminate"])
+    for name, n in (("first", 12), ("second", 2)):
+        assert answers[name].status_code == 200, answers[name].text
+        got = answers[name].json()
+        assert len(got["rewards"]) == n and not any(got["extra_logs"]["hwtp_indeterminate"])
     assert code == 0, err
     assert "stopped" in out
     assert not descendants(srv.proc.pid)
@@ -483,3 +504,47 @@ def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pat
     )
     with pytest.raises(ConfigError, match=r"pip install 'hwtp\[serve\]'.*missing: uvicorn"):
         command._require_extra()
+
+
+def test_admission_hands_slots_over_in_order() -> None:
+    """Concurrency 2, queue 2: two run, two wait (FIFO), the fifth is refused; a waiter that gives
+    up leaves the queue; slots return when every holder is done."""
+    import asyncio
+
+    from hwtp.serve.limits import Admission, Busy
+    from hwtp.serve.metrics import Metrics
+
+    async def scenario() -> list[str]:
+        metrics = Metrics()
+        admission = Admission(2, 2, metrics)
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def hold(name: str) -> None:
+            async with admission.slot():
+                order.append(name)
+                await release.wait()
+
+        tasks = [asyncio.create_task(hold(n)) for n in ("a", "b", "c", "d")]
+        await asyncio.sleep(0.01)
+        assert (metrics.in_flight, metrics.queued, order) == (2, 2, ["a", "b"])
+        with pytest.raises(Busy):
+            async with admission.slot():
+                pass
+        tasks[2].cancel()  # c gives up waiting
+        await asyncio.sleep(0.01)
+        assert metrics.queued == 1
+        release.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert (metrics.in_flight, metrics.queued) == (0, 0)
+        return order
+
+    assert asyncio.run(scenario()) == ["a", "b", "d"]
+
+
+def test_percentiles() -> None:
+    from hwtp.serve.metrics import percentile
+
+    values = [float(v) for v in range(1, 101)]
+    assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50.0, 95.0, 99.0)
+    assert percentile([], 50) is None and percentile([3.0], 99) == 3.0
