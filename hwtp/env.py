@@ -19,7 +19,7 @@ STATES_VAR = "HWTP_STATES"
 #: Simulator processes per warm pool (one pool per design and mutant set) of the reward functions.
 REWARD_WORKERS_VAR = "HWTP_REWARD_WORKERS"
 #: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
-SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"
+SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"  # noqa: S105 (the variable's name, not a token)
 #: Default variable holding the API key of an OpenAI-compatible endpoint.
 DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
 #: Default cap on an endpoint's response body (bytes): far above any plan, far below a memory problem.
