@@ -19,7 +19,17 @@ design_packages = sorted(
 DESIGN_FILES = ["*.yaml", "*.md", "*.v", "*.sv", "*.vh", "*.svh"]
 
 setup(
-    packages=["hwtp", "hwtp.commands", "hwtp.templates", "hwtp.mutators", "hwtp.sim", "hwtp.designs", *design_packages],
+    packages=[
+        "hwtp",
+        "hwtp.commands",
+        "hwtp.rewards",
+        "hwtp.serve",
+        "hwtp.templates",
+        "hwtp.mutators",
+        "hwtp.sim",
+        "hwtp.designs",
+        *design_packages,
+    ],
     package_data={
         "hwtp": ["py.typed"],
         "hwtp.templates": ["*.md"],
