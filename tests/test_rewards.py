@@ -65,6 +65,8 @@ def test_trailing_special_tokens_and_prompt_cut() -> None:
     # a decode round trip that changed the prompt's start: cut after its end
     assert cut_prompt("X" + prompt[5:] + "ANSWER", prompt) == "ANSWER"
     assert cut_prompt("no prompt here", prompt) == "no prompt here"
+    # a short prompt that is not a prefix is never searched for inside the response
+    assert cut_prompt("tests:\n- expect: {q: 1}", "x") == "tests:\n- expect: {q: 1}"
 
 
 def test_prompt_example_plan_is_never_a_plan() -> None:

@@ -76,7 +76,9 @@ def cut_prompt(text: str, prompt: str | None) -> str:
         return text[len(prompt) :]
     stripped = prompt.rstrip()
     for n in _TAIL_LENGTHS:
-        tail = stripped[-n:]
+        # only tails long enough to be the prompt's own text: a short prompt's last characters
+        # ("x") would be found inside the response ("expect")
+        tail = stripped[-n:] if len(stripped) >= min(_TAIL_LENGTHS) else ""
         if tail:
             at = text.find(tail)
             if at >= 0:
