@@ -36,6 +36,7 @@ import time
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -56,42 +57,52 @@ from hwtp.sim.runner import (
 )
 
 _POLL_S = 0.05
-#: Evaluations sent ahead to one process, so it never waits for the host between two.
-_WINDOW = 8
+#: Evaluations sent ahead to one process, so it never waits for the host between two (nor
+#: while the caller's thread holds the GIL compiling the next batch).
+_WINDOW = 32
 #: Seconds :meth:`WarmPool.close` waits for its worker threads.
 _JOIN_S = 10.0
 
 
-class _Ticket:
-    """One :meth:`WarmPool.run` call: its results, routed back to the caller's thread."""
+def _ready(conn: socket.socket, write: bool, timeout: float) -> tuple[bool, bool]:
+    """Wait up to ``timeout`` s until ``conn`` can be read (or was closed) or, with ``write``,
+    written. ``poll``, not ``select``: a server may hold more than 1024 descriptors."""
+    poller = select.poll()
+    poller.register(conn, select.POLLIN | (select.POLLOUT if write else 0))
+    events = 0
+    for _fd, mask in poller.poll(timeout * 1000):
+        events |= mask
+    closed = bool(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL))
+    return bool(events & select.POLLIN) or closed, bool(events & select.POLLOUT)
 
-    def __init__(self, size: int) -> None:
+
+class _Ticket:
+    """One call's evaluations: their results, routed back to the caller through a future."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
         self.results: dict[str, EvalResult] = {}
-        self.error: BaseException | None = None
-        self.remaining = size
-        self.event = threading.Event()
+        self.future: Future[dict[str, EvalResult]] = Future()
         self.lock = threading.Lock()
-        if size == 0:
-            self.event.set()
+        if not order:
+            self.future.set_result({})
 
     @property
     def done(self) -> bool:
-        return self.event.is_set()
+        return self.future.done()
 
     def put(self, result: EvalResult) -> None:
         with self.lock:
             if self.done or result.id in self.results:
                 return
             self.results[result.id] = result
-            self.remaining -= 1
-            if self.remaining == 0:
-                self.event.set()
+            if len(self.results) == len(self.order):
+                self.future.set_result({key: self.results[key] for key in self.order})
 
     def fail(self, error: BaseException) -> None:
         with self.lock:
             if not self.done:
-                self.error = error
-                self.event.set()
+                self.future.set_exception(error)
 
 
 @dataclass(frozen=True)
@@ -174,7 +185,7 @@ class _Worker:
             crashed = False
             assert self.conn is not None
             try:
-                readable, writable, _ = select.select([self.conn], [self.conn] if out else [], [], _POLL_S)
+                readable, writable = _ready(self.conn, bool(out), _POLL_S)
                 if writable:
                     with contextlib.suppress(BlockingIOError):
                         del out[: self.conn.send(out)]
@@ -295,7 +306,7 @@ class _Worker:
                         self.conn, _ = listener.accept()
                         self.conn.setblocking(False)
                 else:
-                    readable, _, _ = select.select([self.conn], [], [], _POLL_S)
+                    readable, _ = _ready(self.conn, False, _POLL_S)
                     if readable:
                         data = self.conn.recv(1 << 16)
                         if not data:
@@ -372,12 +383,18 @@ class WarmPool:
 
     def run(self, evaluations: Sequence[Evaluation]) -> dict[str, EvalResult]:
         """Run ``evaluations`` (results as :func:`hwtp.score.run_evaluations` gives them, by id)."""
+        return self.submit(evaluations).result()
+
+    def submit(self, evaluations: Sequence[Evaluation]) -> Future[dict[str, EvalResult]]:
+        """Queue ``evaluations`` and return at once: the future gives what :meth:`run` returns
+        (for callers that compile the next batch meanwhile, or wait in an event loop with
+        ``asyncio.wrap_future``)."""
         if self._closed:
             raise SimulationError("the warm pool is closed")
         unique: dict[str, Evaluation] = {}
         for ev in evaluations:
             unique.setdefault(ev.id, ev)  # one run per id, as run_evaluations' result dict
-        ticket = _Ticket(len(unique))
+        ticket = _Ticket(list(unique))
         tasks = []
         for ev in unique.values():
             if ev.cycles > self.limits.max_cycles:
@@ -393,10 +410,7 @@ class WarmPool:
                 self._queue.extend(tasks)
                 self._grow()
                 self._cond.notify_all()
-        ticket.event.wait()
-        if ticket.error is not None:
-            raise ticket.error
-        return {key: ticket.results[key] for key in unique}
+        return ticket.future
 
     def pids(self) -> list[int]:
         """Process ids of the running simulators (the harness's own, not the reaper's)."""
@@ -476,6 +490,8 @@ class WarmPool:
                 if remaining <= 0:
                     return None
                 self._cond.wait(remaining)
+            share = -(-len(self._queue) // max(1, len(self._live)))  # the others get their part
+            room = min(room, max(1, share))
             taken: list[_Task] = []
             while self._queue and len(taken) < room:
                 task = self._queue.popleft()

@@ -114,6 +114,9 @@ def test_concurrent_callers_get_their_own_results(cases: dict[str, Case]) -> Non
         for t in threads:
             t.join(120)
         assert not failures
+        futures = [pool.submit(evs[k::3]) for k in range(3)]  # the non-blocking form
+        for k, future in enumerate(futures):
+            assert lines(future.result(60)) == lines({e.id: case.reference[e.id] for e in evs[k::3]})
         stats = pool.stats()
         assert stats["processes"] == len(pool.pids()) <= 2
         assert stats["queued"] == 0 and stats["busy"] == 0

@@ -1,0 +1,289 @@
+"""Benchmark: the reward of a completion, one at a time and in batches, baseline vs warm workers.
+
+Workload: completions (random plans as a policy would write them, each for one state) of a
+small sequential design (default counter_en_load), with the ground truth an export carries
+({"design", "state", "mutant_set"}). A reward needs the plan's golden evaluation and its
+state's evaluation.
+
+Scorers (each turns a list of (ground truth, completion) into rewards; add one to SCORERS):
+
+- baseline: one completion per call, the way the library could score before warm workers:
+  ``hwtp.score.score`` on that one plan, so a simulator process per call. Batches are scored
+  completion by completion (measured on --baseline-batch completions, reported per second).
+- score() per batch: the whole batch in one ``hwtp.score.score`` call (one process start per
+  call, -j workers), for reference.
+- warm pool: ``hwtp.sim.warm.WarmPool`` through the Python API (``hwtp.score.prepare``,
+  ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``).
+- warm pool, simulation only: the same pool with every plan compiled before the clock starts
+  (what the workers deliver; reading a completion's YAML plan costs ~1-2 ms in the caller).
+
+Reported, in one run: p50/p99 latency of a single completion, rewards/s for batches of 64,
+and each scorer's ratio to the baseline. Every scorer's rewards are checked against the
+baseline's on the same completions. Goals: warm p50 <= 20 ms (>= 50x the baseline),
+>= 500 rewards/s on 2 cores for batches.
+
+Run: python bench/bench_rewards.py [--design counter_en_load] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hwtp import mutate as engine
+from hwtp.design import load_design
+from hwtp.plan import extract_plan
+from hwtp.planset import PlanInput
+from hwtp.policy import PlanRequest, RandomPolicy
+from hwtp.score import ScoreConfig, assemble, prepare, schemata_build, score
+from hwtp.sim.warm import WarmPool
+from hwtp.stimulus import StimulusConfig
+
+#: Completions compiled per pool.submit in a batch: the next chunk compiles while one simulates.
+_CHUNK = 16
+Item = tuple[dict[str, str], str]  # (ground truth, completion text)
+Scorer = Callable[[Sequence[Item]], list[float | None]]
+
+
+@dataclass
+class Context:
+    """What every scorer may use: the mutant set (on disk at ``folder``), its build, options."""
+
+    mutant_set: Any
+    folder: Path
+    workers: int
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    #: seconds by part, for scorers that report where their time goes (name -> part -> s)
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _plans(items: Sequence[Item]) -> list[PlanInput]:
+    out = []
+    for k, (truth, text) in enumerate(items):
+        try:
+            out.append(PlanInput(f"c{k}", extract_plan(text), state=truth["state"]))
+        except Exception as exc:  # an unreadable completion scores as invalid, as it would in training
+            out.append(PlanInput(f"c{k}", None, str(exc), state=truth["state"]))
+    return out
+
+
+def baseline(ctx: Context) -> Scorer:
+    """One ``score()`` call (one simulator process) per completion."""
+
+    def run(items: Sequence[Item]) -> list[float | None]:
+        rewards: list[float | None] = []
+        for plan in _plans(items):
+            result = score(ctx.mutant_set, [plan], ScoreConfig(states=(plan.state or "golden",)))
+            rewards.append(result.results[0].reward)
+        return rewards
+
+    return run
+
+
+def score_per_batch(ctx: Context) -> Scorer:
+    """One ``score()`` call for the whole batch (one process start per call, -j workers)."""
+
+    def run(items: Sequence[Item]) -> list[float | None]:
+        plans = _plans(items)
+        states = tuple(dict.fromkeys(p.state or "golden" for p in plans))
+        result = score(ctx.mutant_set, plans, ScoreConfig(states=states, jobs=ctx.workers))
+        return [r.reward for r in result.results]
+
+    return run
+
+
+def warm_pool(ctx: Context) -> Scorer:
+    """The warm pool through the Python API: compile, ``pool.submit`` per chunk, assemble."""
+    mutant_set = ctx.mutant_set
+    pool = WarmPool(schemata_build(mutant_set), mutant_set.design, workers=ctx.workers)
+    ctx.closers.append(pool.close)
+    config = ScoreConfig()
+    parts = ctx.parts.setdefault("hwtp warm pool (Python API)", {})
+    parts.update({"parse, compile (simulating meanwhile)": 0.0, "wait for the rest": 0.0})
+
+    def run(items: Sequence[Item]) -> list[float | None]:
+        # compile the next chunk while the workers simulate the previous one (pool.submit)
+        start = time.perf_counter()
+        pending = []
+        for k in range(0, len(items), _CHUNK):
+            prepared = prepare(mutant_set, _plans(items[k : k + _CHUNK]), config)
+            pending.append((prepared, pool.submit(list(prepared.evaluations.values()))))
+        middle = time.perf_counter()
+        rewards = [r.reward for prepared, future in pending
+                   for r in assemble(prepared, future.result(), config.rewards)]
+        parts["parse, compile (simulating meanwhile)"] += middle - start
+        parts["wait for the rest"] += time.perf_counter() - middle
+        return rewards
+
+    return run
+
+
+@dataclass(frozen=True)
+class Column:
+    """A scorer factory; ``slow`` ones (a process start per call) are measured on fewer calls."""
+
+    make: Callable[[Context], Scorer]
+    slow: bool = False
+
+
+#: The scorers, in table order; the first is the baseline the ratios refer to.
+SCORERS: dict[str, Column] = {
+    "baseline: score() per completion": Column(baseline, slow=True),
+    "score() per batch": Column(score_per_batch, slow=True),
+    "hwtp warm pool (Python API)": Column(warm_pool),
+}
+
+
+def completions(mutant_set: Any, count: int, seed: int) -> list[Item]:
+    """``count`` completions spread over golden and the mutant states, with their ground truth."""
+    states = ["golden", *(m.id for m in mutant_set.states)]
+    policy = RandomPolicy(mutant_set, seed=seed, stimulus=StimulusConfig(tests=1, cycles=16))
+    per_state = -(-count // len(states))
+    generated = policy.generate([PlanRequest(s, []) for s in states], per_state)
+    digest = engine.set_hash(mutant_set)
+    items = [
+        ({"design": mutant_set.design.name, "state": state, "mutant_set": digest}, g.text or "")
+        for k in range(per_state)
+        for state, gens in zip(states, generated, strict=True)
+        for g in gens[k : k + 1]
+    ]
+    return items[:count]
+
+
+SIMULATION_ONLY = "warm pool, simulation only (plans compiled beforehand)"
+
+
+@dataclass
+class Measured:
+    single_ms: list[float]
+    batch_rate: float
+    batch_size: int
+    rewards: list[float | None]
+
+
+def simulation_only(ctx: Context, items: list[Item], singles: int, batches: int, batch: int) -> Measured:
+    """The warm pool alone: every plan compiled before the clock starts, so only ``pool.run``
+    (queueing, the socket, the simulators) is timed; what the workers can deliver."""
+    mutant_set, config = ctx.mutant_set, ScoreConfig()
+    with WarmPool(schemata_build(mutant_set), mutant_set.design, workers=ctx.workers) as pool:
+        one = [prepare(mutant_set, _plans([items[k % len(items)]]), config) for k in range(singles)]
+        many = [prepare(mutant_set, _plans([items[(b * batch + i) % len(items)] for i in range(batch)]), config)
+                for b in range(batches)]
+        pool.run(list(one[0].evaluations.values()))  # processes started
+        latencies, rewards = [], []
+        for prepared in one:
+            start = time.perf_counter()
+            results = pool.run(list(prepared.evaluations.values()))
+            latencies.append((time.perf_counter() - start) * 1000)
+            rewards.extend(r.reward for r in assemble(prepared, results, config.rewards))
+        start = time.perf_counter()
+        for prepared in many:
+            pool.run(list(prepared.evaluations.values()))
+        rate = batches * batch / (time.perf_counter() - start)
+    return Measured(latencies, rate, batch, rewards)
+
+
+def measure(run: Scorer, items: list[Item], singles: int, batches: int, batch: int) -> Measured:
+    run(items[:2])  # warm-up: builds cached, processes started
+    latencies, rewards = [], []
+    for k in range(singles):
+        item = items[k % len(items)]
+        start = time.perf_counter()
+        rewards.extend(run([item]))
+        latencies.append((time.perf_counter() - start) * 1000)
+    elapsed, done = 0.0, 0
+    for b in range(batches):
+        chunk = [items[(b * batch + i) % len(items)] for i in range(batch)]
+        start = time.perf_counter()
+        run(chunk)
+        elapsed += time.perf_counter() - start
+        done += len(chunk)
+    return Measured(latencies, done / elapsed, batch, rewards)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--design", default="counter_en_load")
+    parser.add_argument("--mutants", type=int, default=16, help="mutants to generate (hwtp mutate -n)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes per pool / score -j")
+    parser.add_argument("--singles", type=int, default=200, help="single-completion calls per scorer")
+    parser.add_argument("--batches", type=int, default=10, help="batches per scorer")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--slow-singles", type=int, default=10, help="single calls of scorers that start a process")
+    parser.add_argument("--slow-batches", type=int, default=2, help="batches of scorers that start a process")
+    parser.add_argument("--baseline-batch", type=int, default=16, help="completions per batch for the baseline")
+    parser.add_argument("--only", action="append", help="run only the scorers whose name contains this")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="hwtp-bench-rewards-") as tmp:
+        folder = Path(tmp) / "mutants"
+        result = engine.mutate(load_design(args.design), engine.MutationConfig(n=args.mutants, seed=0,
+                                                                                jobs=args.workers))
+        engine.write(result, folder)
+        ctx = Context(engine.load(folder), folder, args.workers)
+        schemata_build(ctx.mutant_set)  # cached before anything is timed
+        items = completions(ctx.mutant_set, max(args.batch, args.singles), seed=7)
+        rows: dict[str, Measured] = {}
+        try:
+            for k, (name, column) in enumerate(SCORERS.items()):
+                if k and args.only and not any(word in name for word in args.only):
+                    continue
+                run = column.make(ctx)
+                rows[name] = measure(
+                    run,
+                    items,
+                    args.slow_singles if column.slow else args.singles,
+                    1 if k == 0 else args.slow_batches if column.slow else args.batches,
+                    args.baseline_batch if k == 0 else args.batch,
+                )
+            if not args.only or any(word in SIMULATION_ONLY for word in args.only):
+                rows[SIMULATION_ONLY] = simulation_only(ctx, items, args.singles, args.batches, args.batch)
+        finally:
+            for close in ctx.closers:
+                close()
+
+    base_name = next(iter(rows))
+    base = rows[base_name]
+    checked = len(base.rewards)
+    for name, m in rows.items():
+        if m.rewards[:checked] != base.rewards[:checked]:
+            raise SystemExit(f"{name}: rewards differ from the baseline's on the same completions")
+    design = ctx.mutant_set.design.name
+    print(f"\n{design}: {len(ctx.mutant_set.states)} mutant states + golden, {args.workers} workers, "
+          f"{os.cpu_count()} CPUs; rewards equal the baseline's on {checked} completions\n")
+    print("| scorer | p50 ms (1 completion) | p99 ms | rewards/s (batches) | p50 speed-up | throughput ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    base_p50 = statistics.median(base.single_ms)
+    for name, m in rows.items():
+        p50, p99 = statistics.median(m.single_ms), percentile(m.single_ms, 99)
+        size = f" (batch of {m.batch_size})" if m.batch_size != args.batch else ""
+        print(f"| {name} | {p50:.1f} | {p99:.1f} | {m.batch_rate:.0f}{size} | {base_p50 / p50:.0f}x "
+              f"| {m.batch_rate / base.batch_rate:.0f}x |")
+    print(f"\nbaseline measured on {len(base.single_ms)} single calls and one batch of {base.batch_size} "
+          f"(one completion per call: its rate does not depend on the batch size)")
+    for name, parts in ctx.parts.items():
+        total = sum(parts.values()) or 1.0
+        shares = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in parts.items())
+        print(f"{name}: where the time goes: {shares}")
+    warm = rows.get("hwtp warm pool (Python API)")
+    if warm:
+        p50 = statistics.median(warm.single_ms)
+        print(f"goals: warm p50 {p50:.1f} ms <= 20 ms: {'met' if p50 <= 20 else 'NOT met'}; "
+              f">= 50x baseline: {'met' if base_p50 / p50 >= 50 else 'NOT met'} ({base_p50 / p50:.0f}x); "
+              f">= 500 rewards/s: {'met' if warm.batch_rate >= 500 else 'NOT met'} ({warm.batch_rate:.0f}/s)")
+
+
+if __name__ == "__main__":
+    main()
