@@ -269,7 +269,8 @@ def main() -> None:
     for name, m in rows.items():
         p50, p99 = statistics.median(m.single_ms), percentile(m.single_ms, 99)
         size = f" (batch of {m.batch_size})" if m.batch_size != args.batch else ""
-        print(f"| {name} | {p50:.1f} | {p99:.1f} | {m.batch_rate:.0f}{size} | {base_p50 / p50:.0f}x "
+        rate = f"{m.batch_rate:.2f}" if m.batch_rate < 10 else f"{m.batch_rate:.0f}"
+        print(f"| {name} | {p50:.1f} | {p99:.1f} | {rate}{size} | {base_p50 / p50:.0f}x "
               f"| {m.batch_rate / base.batch_rate:.0f}x |")
     print(f"\nbaseline measured on {len(base.single_ms)} single calls and one batch of {base.batch_size} "
           f"(one completion per call: its rate does not depend on the batch size)")

@@ -168,8 +168,9 @@ class _Worker:
                 inflight.extend(new)
                 for task in new:
                     out += task.line
-                if idle and self.proc is not None and not self._alive():
-                    self._stop_process()  # died while idle: no evaluation of its own to blame
+                # sent at once (each wait for the GIL counts when the caller's thread is busy)
+                if self.proc is not None and not self._send(out) and idle:
+                    self._stop_process()  # it died while idle: no evaluation of its own to blame
                 if self.proc is None:
                     try:
                         self._start()
@@ -178,6 +179,7 @@ class _Worker:
                             task.ticket.fail(exc.error)
                         inflight.clear()
                         return
+                    self._send(out)  # a failure shows below as the process's death
                 if idle:
                     since = time.monotonic()  # the first evaluation's budget starts now
             if not inflight:
@@ -186,9 +188,8 @@ class _Worker:
             assert self.conn is not None
             try:
                 readable, writable = _ready(self.conn, bool(out), _POLL_S)
-                if writable:
-                    with contextlib.suppress(BlockingIOError):
-                        del out[: self.conn.send(out)]
+                if writable and not self._send(out):
+                    crashed = True
                 if readable:
                     data = self.conn.recv(1 << 16)
                     crashed = not data
@@ -208,16 +209,16 @@ class _Worker:
                 out.clear()  # the rest went back to the queue, for a fresh process
                 since = time.monotonic()
 
-    def _alive(self) -> bool:
-        """Whether the idle process is still there (its socket not closed, its group running)."""
-        if self.proc is None or self.conn is None or self.proc.poll() is not None:
-            return False
+    def _send(self, out: bytearray) -> bool:
+        """Send what the socket takes of ``out`` now; False when the process has gone."""
+        assert self.conn is not None
         try:
-            return self.conn.recv(1, socket.MSG_PEEK) != b""
+            del out[: self.conn.send(out)]
         except (BlockingIOError, InterruptedError):
-            return True
+            pass
         except OSError:
             return False
+        return True
 
     # -- results and faults -------------------------------------------------------------------
 

@@ -177,6 +177,17 @@ def test_a_killed_worker_loses_and_duplicates_nothing(cases: dict[str, Case]) ->
         assert pool.stats()["processes"] == 2 and pool.pids() != [pid]
 
 
+def test_a_worker_killed_while_idle_costs_no_evaluation(cases: dict[str, Case]) -> None:
+    case = cases[COMBINATIONAL]
+    with case.pool(workers=1) as pool:
+        pool.run(case.evaluations[:2])
+        [pid] = pool.pids()
+        os.kill(pid, signal.SIGKILL)
+        assert gone(pid)
+        assert lines(pool.run(case.evaluations)) == lines(case.reference)  # no error blamed on any
+        assert pool.stats()["processes"] == 2
+
+
 def test_idle_workers_stop_and_start_again(cases: dict[str, Case]) -> None:
     case = cases[COMBINATIONAL]
     with case.pool(workers=1, idle_seconds=0.5) as pool:
