@@ -30,8 +30,7 @@ from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
 from hwtp.score import GOLDEN, RewardLevels, SampleResult, ScoreConfig, assemble, prepare
 from hwtp.sim import warm
-from hwtp.sim.job import Evaluation, Limits
-from hwtp.sim.runner import EvalResult
+from hwtp.sim.job import Limits
 
 #: Outcomes that prove nothing (the simulation did not finish): reward None.
 INDETERMINATE = frozenset({"timeout", "error"})
@@ -203,16 +202,11 @@ def _build(mutant_set: MutantSet, config: Settings) -> Any:
     return build
 
 
-def _pool_key(mutant_set: MutantSet) -> str:
-    return f"{mutant_set.design.name}:{set_hash(mutant_set)}"
-
-
-def _evaluate(mutant_set: MutantSet, evaluations: Sequence[Evaluation]) -> dict[str, EvalResult]:
-    """Run ``evaluations`` of ``mutant_set`` on its warm pool (the one place that simulates here)."""
-    if not evaluations:
-        return {}
+def _pool(mutant_set: MutantSet, set_digest: str) -> warm.WarmPool:
+    """The warm pool of ``mutant_set`` (``set_digest``: its hash, already checked against the
+    ground truth, so it is not computed again per call)."""
     config = _settings
-    key = _pool_key(mutant_set)
+    key = f"{mutant_set.design.name}:{set_digest}"
 
     def make() -> warm.WarmPool:
         build = _build(mutant_set, config)
@@ -226,10 +220,13 @@ def _evaluate(mutant_set: MutantSet, evaluations: Sequence[Evaluation]) -> dict[
 
     with _lock:
         _pool_keys.add(key)
-    return warm.pool_for(key, make).run(list(evaluations))
+    return warm.pool_for(key, make)
 
 
 # --------------------------------------------------------------------------- scoring
+
+#: Completions compiled per pool submission in a batch.
+_CHUNK = 16
 
 
 def _plan_input(text: str, state: str, prompt: str | None) -> PlanInput:
@@ -273,9 +270,19 @@ def _score_group(
         inputs.setdefault((p.id, p.state or GOLDEN), p)
         keys.append((index, truth, (p.id, p.state or GOLDEN)))
     config = _settings
-    prepared = prepare(mutant_set, list(inputs.values()), ScoreConfig(limits=config.limits, rewards=config.rewards))
-    results = _evaluate(mutant_set, list(prepared.evaluations.values()))
-    samples = {(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)}
+    score_config = ScoreConfig(limits=config.limits, rewards=config.rewards)
+    pool = _pool(mutant_set, members[0][1].mutant_set)
+    # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
+    # workers simulate the ones already submitted.
+    unique, pending = list(inputs.values()), []
+    for start in range(0, len(unique), _CHUNK):
+        prepared = prepare(mutant_set, unique[start : start + _CHUNK], score_config)
+        evaluations = list(prepared.evaluations.values())
+        pending.append((prepared, pool.submit(evaluations) if evaluations else None))
+    samples = {}
+    for prepared, future in pending:
+        results = future.result() if future is not None else {}
+        samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
     for index, truth, key in keys:
         out[index] = _result(samples[key], truth)
 
