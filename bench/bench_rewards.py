@@ -14,6 +14,8 @@ Scorers (each turns a list of (ground truth, completion) into rewards; add one t
   call, -j workers), for reference.
 - warm pool: ``hwtp.sim.warm.WarmPool`` through the Python API (``hwtp.score.prepare``,
   ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``).
+- hwtp.rewards.score_completions: the batched core every trainer adapter calls.
+- hwtp serve: the reward service over HTTP (``POST /reward``), started as its own process.
 - warm pool, simulation only: the same pool with every plan compiled before the clock starts
   (what the workers deliver; reading a completion's YAML plan costs ~1-2 ms in the caller).
 
@@ -28,8 +30,13 @@ Run: python bench/bench_rewards.py [--design counter_en_load] [--workers 2]
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -37,18 +44,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from hwtp import mutate as engine
+from hwtp import rewards
 from hwtp.design import load_design
 from hwtp.plan import extract_plan
 from hwtp.planset import PlanInput
 from hwtp.policy import PlanRequest, RandomPolicy
 from hwtp.score import ScoreConfig, assemble, prepare, schemata_build, score
+from hwtp.sim import warm
 from hwtp.sim.warm import WarmPool
 from hwtp.stimulus import StimulusConfig
 
 #: Completions compiled per pool.submit in a batch: the next chunk compiles while one simulates.
 _CHUNK = 16
 Item = tuple[dict[str, str], str]  # (ground truth, completion text)
+HWTP = shutil.which("hwtp") or str(Path(sys.executable).with_name("hwtp"))
 Scorer = Callable[[Sequence[Item]], list[float | None]]
 
 
@@ -125,6 +137,41 @@ def warm_pool(ctx: Context) -> Scorer:
     return run
 
 
+def rewards_api(ctx: Context) -> Scorer:
+    """``hwtp.rewards.score_completions``: what the trainer adapters call (warm pool inside)."""
+    rewards.configure(states=[ctx.folder], workers=ctx.workers)
+    ctx.closers.append(warm.close_all)
+    return lambda items: [r.reward for r in rewards.score_completions(list(items))]
+
+
+def serve(ctx: Context) -> Scorer:
+    """``hwtp serve`` over HTTP (``POST /reward``, OpenRLHF's shape), a process of its own."""
+    proc = subprocess.Popen(
+        [HWTP, "serve", str(ctx.folder), "--port", "0", "--workers", str(ctx.workers)],
+        stdout=subprocess.PIPE, text=True, cwd=ctx.folder.parent,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on " not in line:
+        raise SystemExit(f"hwtp serve did not start: {line}")
+    client = httpx.Client(base_url=line.split("listening on ")[1].split()[0], timeout=300.0)
+
+    def close() -> None:
+        client.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+
+    ctx.closers.append(close)
+
+    def run(items: Sequence[Item]) -> list[float | None]:
+        body = {"query": [text for _, text in items], "labels": [json.dumps(truth) for truth, _ in items]}
+        answer = client.post("/reward", json=body)
+        answer.raise_for_status()
+        return list(answer.json()["rewards"])
+
+    return run
+
+
 @dataclass(frozen=True)
 class Column:
     """A scorer factory; ``slow`` ones (a process start per call) are measured on fewer calls."""
@@ -138,6 +185,8 @@ SCORERS: dict[str, Column] = {
     "baseline: score() per completion": Column(baseline, slow=True),
     "score() per batch": Column(score_per_batch, slow=True),
     "hwtp warm pool (Python API)": Column(warm_pool),
+    "hwtp.rewards.score_completions": Column(rewards_api),
+    "hwtp serve (HTTP POST /reward)": Column(serve),
 }
 
 
