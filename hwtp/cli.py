@@ -1,7 +1,7 @@
 """The ``hwtp`` command line: a click group whose commands live in :mod:`hwtp.commands`.
 
 Commands parse options, call one library function and print. Errors are mapped to one-line
-messages and exit codes here, once (DESIGN.md, "Exit codes and errors").
+messages and exit codes here, once (README, "Exit codes").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one error hierarchy of hwtp.
 
 Library code raises these (third-party errors are re-raised ``from exc``); the CLI maps them
-once, in :func:`hwtp.cli.main`, to a one-line message and an exit code (DESIGN.md).
+once, in :func:`hwtp.cli.main`, to a one-line message and an exit code (README, exit codes).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A mutant directory is self-contained: ``golden/`` holds a copy of the design (manifest,
 spec, sources), ``schemata/`` the schemata sources, ``witnesses/`` one plan per killable
-mutant, ``diffs/`` one unified diff per mutant and ``mutants.json`` the records (DESIGN.md,
+mutant, ``diffs/`` one unified diff per mutant and ``mutants.json`` the records (README,
 "Mutants"). :mod:`hwtp.mutate` makes them.
 """
 

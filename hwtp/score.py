@@ -1,8 +1,8 @@
-"""``hwtp score``: plans x states in the schemata build, batched, giving rewards (DESIGN.md "Scores").
+"""``hwtp score``: plans x states in the schemata build, batched, giving rewards (README, "Rewards and advantages").
 
 A sample is a (state, plan) pair. Each plan is evaluated once on golden, and once on each
 state it is scored on; the golden evaluation is shared by all its samples. Outcomes follow
-DOMAIN.md §2: ``invalid`` and ``golden_fail`` earn the invalid level, ``passed`` the
+Rewards (README): ``invalid`` and ``golden_fail`` earn the invalid level, ``passed`` the
 golden-pass level, ``detected`` the detect level; a ``timeout`` or ``error`` is
 indeterminate (never a kill).
 """
@@ -41,7 +41,7 @@ class Outcome(str, Enum):
 
 @dataclass(frozen=True)
 class RewardLevels:
-    """Reward of each outcome level (DOMAIN.md §2)."""
+    """Reward of each outcome level (README, "Rewards and advantages")."""
 
     invalid: float = 0.0
     golden_pass: float = 1.0
@@ -149,7 +149,7 @@ def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[s
 def samples(
     plans: Sequence[PlanInput], states: list[tuple[str, int]], full_matrix: bool
 ) -> list[tuple[PlanInput, str]]:
-    """(plan, state) pairs per DESIGN.md: tied plans on their state, plain plans on all."""
+    """(plan, state) pairs: tied plans on their state, plain plans on all."""
     names = [s for s, _ in states]
     out = []
     for p in plans:

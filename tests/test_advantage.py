@@ -1,4 +1,4 @@
-"""Advantages: trainer check values (DOMAIN.md section 3), presets, grouping and properties."""
+"""Advantages: trainer check values (README presets), presets, grouping and properties."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def reference(rewards: list[float], groups: list[Any], cfg: AdvantageConfig,
 
 
 # ---------------------------------------------------------------------------------------------
-# Check values every implementation must meet (DOMAIN.md section 3, float64).
+# Check values every implementation must meet (the trainers' formulas, float64).
 
 
 @pytest.mark.parametrize(

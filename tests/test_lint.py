@@ -1,4 +1,4 @@
-"""The code stays ruff and mypy clean (STYLE.md): checked with the tools in the test extras."""
+"""The code stays ruff and mypy clean (ARCHITECTURE.md): checked with the tools in the test extras."""
 
 from __future__ import annotations
 
