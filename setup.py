@@ -24,6 +24,7 @@ setup(
         "hwtp.commands",
         "hwtp.rewards",
         "hwtp.serve",
+        "hwtp.report",
         "hwtp.templates",
         "hwtp.mutators",
         "hwtp.sim",
@@ -33,6 +34,7 @@ setup(
     package_data={
         "hwtp": ["py.typed"],
         "hwtp.templates": ["*.md"],
+        "hwtp.report": ["templates/*.j2"],
         **{package: DESIGN_FILES for package in design_packages},
     },
 )

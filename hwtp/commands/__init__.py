@@ -24,6 +24,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.ci", "ci"),
     ("hwtp.commands.ci", "export_tests_command"),
     ("hwtp.commands.serve", "serve_command"),
+    ("hwtp.commands.report", "report_command"),
 )
 
 
