@@ -13,17 +13,11 @@ evaluations (the job file's entries, one JSON line each) from the socket and wri
 result line back to it, until the host closes it. Every evaluation runs through the same
 code as in batch mode, from power-on, so its result line is the same.
 
-Timing (docs/plan-format.md is the contract; this is its implementation):
-
-* the clock starts low at t=0 and rises at P/2; between steps the harness stands at
-  P/4 after a falling edge (inside the low phase, away from any edge, so a mutant clocked on
-  ``negedge`` never races a drive);
-* ``drive`` writes inputs at once; ``expect`` first lets combinational logic settle (one
-  precision step) when inputs changed since the last edge, then reads outputs;
-* ``wait N`` advances to the same phase N cycles later (N rising edges);
-* ``reset N`` holds the reset at its active level for N cycles, then releases it;
-* every test starts from power-on: the snapshot of every register taken at t=0 is written
-  back, inputs go to 0 (reset inactive), and the design's reset is applied.
+Timing (docs/plan-format.md is the contract): the steps and their timing are
+:class:`hwtp.sim.plan_steps.PlanTiming`, which ``hwtp export-tests`` also copies into exported
+tests. The clock starts once, at t=0; every test starts from power-on: the mutant selector is
+set, the snapshot of every register taken at t=0 is written back, then
+``PlanTiming.begin`` (inputs to 0, reset inactive, the design's reset).
 """
 
 from __future__ import annotations
@@ -35,16 +29,13 @@ import time
 from typing import Any
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.handle import ArrayObject, HierarchyObject, ValueObjectBase
-from cocotb.triggers import Timer
 from cocotb.types import LogicArray
 
 from hwtp import env
+from hwtp.sim.plan_steps import PlanTiming, bits_match
 
-_SETTLE_PS = 1
 _DEPOSIT = 0  # cocotb's GPI set action for a plain (non-forcing) write
-_COMB_UNIT_PS = 1000
 
 
 class _Abort(Exception):
@@ -120,24 +111,25 @@ def _collect_state(root: HierarchyObject, skip: set[str]) -> tuple[list[Any], li
     return found, selectors
 
 
-class Harness:
+class Harness(PlanTiming):
     """Runs the evaluations of one job against ``dut``."""
 
     def __init__(self, dut: Any, job: dict[str, Any]) -> None:
+        clock, reset = job.get("clock"), job.get("reset")
+        spec = (reset["port"], int(reset["active"]), int(reset["cycles"])) if reset else None
+        super().__init__(int(clock["period_ps"]) if clock else 0, spec, [name for name, _w in job["inputs"]])
         self.dut = dut
         self.job = job
-        self.clock = job.get("clock")
-        self.reset = job.get("reset")
-        self.period = int(self.clock["period_ps"]) if self.clock else 0
+        self.clock = clock
         self.inputs = {name: _Signal(getattr(dut, name)) for name, _w in job["inputs"]}
         self.outputs = {name: _Signal(getattr(dut, name)) for name, _w, _s in job["outputs"]}
         self.signed = {name: w for name, w, signed in job["outputs"] if signed}
         self.selectors: list[Any] = []
         limits = job.get("limits", {})
         self.wall_s = float(limits.get("wall_s", 60.0))
-        self.offset = 0
-        self.dirty = False
-        self.cycle = 0
+
+    def write(self, name: str, value: int) -> None:
+        self.inputs[name].write(value)
 
     async def start(self) -> None:
         skip = {h.path for h in self.inputs.values()}
@@ -145,26 +137,7 @@ class Harness:
         self.selectors = [_Signal(h) for h in selectors]
         self.snapshot = [(sig, sig.binstr()) for sig in map(_Signal, state)]
         if self.clock:
-            Clock(getattr(self.dut, self.clock["port"]), self.period, unit="ps").start(start_high=False)
-            await Timer(self.period // 4, "ps")
-
-    async def advance(self, cycles: int) -> None:
-        if self.clock:
-            await Timer(cycles * self.period - self.offset, "ps")
-            self.cycle += cycles
-        else:
-            await Timer(cycles * _COMB_UNIT_PS - self.offset, "ps")
-        self.offset = 0
-        self.dirty = False
-
-    async def settle(self) -> None:
-        if not self.dirty:
-            return
-        if self.clock and self.offset + _SETTLE_PS >= self.period // 4:
-            raise ValueError("too many drive/expect alternations within one clock cycle")
-        await Timer(_SETTLE_PS, "ps")
-        self.offset += _SETTLE_PS
-        self.dirty = False
+            await self.start_clock(getattr(self.dut, self.clock["port"]))
 
     async def power_on(self, mutant: int) -> None:
         if mutant and not self.selectors:
@@ -173,23 +146,7 @@ class Harness:
             sel.write(mutant)
         for signal, text in self.snapshot:
             signal.restore(text)
-        for name, signal in self.inputs.items():
-            signal.write(self.reset["inactive"] if self.reset and name == self.reset["port"] else 0)
-        self.dirty = True
-        if self.reset:
-            await self.do_reset(int(self.reset["cycles"]))
-        elif not self.clock:
-            await self.settle()
-        self.cycle = 0
-
-    async def do_reset(self, cycles: int) -> None:
-        assert self.reset is not None  # plans are validated: reset steps need a reset
-        port = self.inputs[self.reset["port"]]
-        port.write(self.reset["active"])
-        self.dirty = True
-        await self.advance(cycles)
-        port.write(self.reset["inactive"])
-        self.dirty = True
+        await self.begin()
 
     def read(self, name: str) -> tuple[int | None, str]:
         return self.outputs[name].read()
@@ -203,16 +160,15 @@ class Harness:
             if time.perf_counter() > deadline:
                 raise _Abort
             if op == "d":
-                for name, value in arg:
-                    self.inputs[name].write(value)
-                self.dirty = True
+                self.drive(*arg)
             elif op == "w":
-                await self.advance(arg)
+                await self.wait(arg)
             elif op == "e":
                 await self.settle()
                 for name, value, mask, shown in arg:
                     got, text = self.read(name)
-                    if got is None or (got & mask) != value:
+                    # the int comparison is bits_match's rule for 0/1 bits, fast; x/z bits go through it
+                    if not ((got & mask) == value if got is not None else bits_match(text, value, mask)):
                         return {
                             "test": test["name"],
                             "step": step,
@@ -222,7 +178,7 @@ class Harness:
                             "cycle": self.cycle,
                         }
             elif op == "r":
-                await self.do_reset(arg)
+                await self.reset(arg)
             elif op == "s":
                 await self.settle()
                 trace.append([step, self.cycle, [self._sample(name) for name in self.outputs]])

@@ -26,6 +26,7 @@ from hwtp.errors import ConfigError
 from hwtp.exporttests import render
 from hwtp.plan import parse_plan
 from hwtp.reports import junit, lcov, markdown, survivors_table
+from hwtp.sim import plan_steps
 
 Run_ = Callable[..., tuple[int, str, str]]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ci"
@@ -262,7 +263,9 @@ def test_exported_tests_carry_no_plan_text_as_code() -> None:
     tree = ast.parse(text)
     imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert {getattr(n, "module", None) or n.names[0].name for n in imports} == {
-        "cocotb", "cocotb.clock", "cocotb.simtime", "cocotb.triggers"}
+        "cocotb", "cocotb.clock", "cocotb.triggers", "collections.abc", "typing"}
+    runner = Path(plan_steps.__file__).read_text().split('"""\n', 1)[1].lstrip()
+    assert runner.startswith("from ") and runner in text  # the harness's step code, copied unchanged
     assert "t.drive(d=0xa5, load=1)" in text
     assert "await t.expect(3, q=(0xa4, 0b11111100), tc=0)" in text
     assert all("os.system" not in ln for ln in text.splitlines() if not ln.strip().startswith("#"))
