@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import mutate as engine
-from hwtp.ci_config import CiConfig, load_config
+from hwtp.ci_config import CiConfig
 from hwtp.ci_runs import Processes, Run, TestOutcome, run_tests
 from hwtp.errors import EXIT_INPUT, HwtpError
 from hwtp.sim.backends import get_backend
@@ -38,7 +38,6 @@ __all__ = [
     "Status",
     "TestOutcome",
     "TestbenchError",
-    "load_config",
     "run_ci",
     "run_tests",
 ]

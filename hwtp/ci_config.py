@@ -1,8 +1,9 @@
-"""``hwtp.yaml``: the configuration of ``hwtp ci``, loaded and validated with line numbers.
+"""``hwtp.yaml``: the configuration of ``hwtp ci``, validated with line numbers.
 
-The file lives in the user's repository; every relative path in it is relative to the folder
-that holds it. Errors name ``file:line: field: what is wrong`` and how to fix it. Every field
-also has a CLI option (``hwtp ci --help``); options override the file.
+:mod:`hwtp.config` reads the file and hands its top-level keys here. The file lives in the
+user's repository; every relative path in it is relative to the folder that holds it. Errors
+name ``file:line: field: what is wrong`` and how to fix it. Every field also has a CLI option
+(``hwtp ci --help``); options override the file.
 
 .. code-block:: yaml
 
@@ -25,24 +26,30 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from hwtp import yamlio
-from hwtp.design import Clock, Design, Port, Reset, SourceFile, check_trusted, load_design
+from hwtp.design import (
+    Clock,
+    ControlError,
+    Design,
+    Reset,
+    SourceFile,
+    check_trusted,
+    clock_from,
+    guess_controls,
+    load_design,
+    reset_from,
+)
 from hwtp.errors import ConfigError, DesignError
+from hwtp.rtl import elaborate, module_names
 
-CONFIG_NAME = "hwtp.yaml"
 Simulator = Literal["verilator", "icarus"]
 _SIMULATORS: tuple[Simulator, ...] = ("verilator", "icarus")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "aclk")
-_RESET_NAMES: tuple[tuple[str, Literal["low", "high"]], ...] = (
-    ("rst_n", "low"), ("rstn", "low"), ("reset_n", "low"), ("rst_ni", "low"), ("aresetn", "low"),
-    ("rst", "high"), ("reset", "high"), ("rst_i", "high"))
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
     (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "run"),
@@ -79,7 +86,7 @@ class CiConfig:
     timeout_s: float | None = None               # per simulator run; None: max(30 s, 10 x golden)
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     min_score: float | None = None               # the gate; None: report only
-    source: str = CONFIG_NAME                    # where the config came from, for messages
+    source: str = "hwtp.yaml"                    # where the config came from, for messages
 
     def __post_init__(self) -> None:
         if not self.test_modules:
@@ -111,8 +118,6 @@ class CiConfig:
         if self.design_folder is not None:
             design = load_design(self.design_folder)
             return replace(design, clock=self.clock or design.clock, reset=self.reset or design.reset)
-        from hwtp.rtl import elaborate
-
         texts = []
         for rel in self.sources:
             path = self.root / rel
@@ -132,7 +137,7 @@ class CiConfig:
         check_trusted(sources, self.root)
         clock, reset = self.clock, self.reset
         if clock is None and reset is None:  # not configured: only export-tests needs them
-            clock, reset = guess_clock_reset(ports)
+            clock, reset = guess_controls(ports)
         return Design(self.top, self.top, self.root, sources, "", clock, reset, ports)
 
     def with_plans_module(self, path: Path) -> CiConfig:
@@ -147,14 +152,6 @@ class CiConfig:
         return replace(self, test_paths=paths, test_modules=modules)
 
 
-def guess_clock_reset(ports: Sequence[Port]) -> tuple[Clock | None, Reset | None]:
-    """Clock and reset guessed from the names of 1-bit inputs (``clk``, ``rst_n``, ...)."""
-    names = {p.name for p in ports if p.direction == "input" and p.width == 1}
-    clock = next((Clock(n, 10.0) for n in _CLOCK_NAMES if n in names), None)
-    reset = next((Reset(n, active, 2) for n, active in _RESET_NAMES if n in names), None)
-    return clock, reset
-
-
 class _Reader:
     """Typed access to the loaded document, with errors that name file, line and field."""
 
@@ -163,10 +160,7 @@ class _Reader:
         self.located = located
 
     def error(self, key: tuple[Any, ...], message: str) -> ConfigError:
-        line = self.located.line_of(key)
-        where = f"{self.path}:{line}" if line else str(self.path)
-        name = ".".join(str(k) for k in key) or "(document)"
-        return ConfigError(f"{where}: {name}: {message}")
+        return yamlio.located_error(ConfigError, self.path, self.located, key, message)
 
     def section(self, key: tuple[str, ...]) -> dict[str, Any]:
         node: Any = self.located.data
@@ -230,22 +224,11 @@ class _Reader:
 
 
 def _clock_reset(r: _Reader, design: dict[str, Any]) -> tuple[Clock | None, Reset | None]:
-    clock = reset = None
-    if design.get("clock") is not None:
-        c = design["clock"]
-        if not isinstance(c, dict) or not isinstance(c.get("port"), str) or set(c) - {"port", "period_ns"}:
-            raise r.error(("design", "clock"), "expected {port: NAME, period_ns: N}")
-        period = r.number(("design", "clock", "period_ns"), c.get("period_ns", 10), float, 0.001)
-        clock = Clock(c["port"], period)
-    if design.get("reset") is not None:
-        s = design["reset"]
-        fields = {"port", "active", "cycles"}
-        if not isinstance(s, dict) or not isinstance(s.get("port"), str) or set(s) - fields:
-            raise r.error(("design", "reset"), "expected {port: NAME, active: low|high, cycles: N}")
-        if s.get("active", "low") not in ("low", "high"):
-            raise r.error(("design", "reset", "active"), "expected 'low' or 'high'")
-        cycles = r.number(("design", "reset", "cycles"), s.get("cycles", 2), int, 1)
-        reset = Reset(s["port"], s.get("active", "low"), cycles)
+    try:
+        clock = clock_from(design["clock"]) if design.get("clock") is not None else None
+        reset = reset_from(design["reset"]) if design.get("reset") is not None else None
+    except ControlError as exc:
+        raise r.error(("design", *exc.key), exc.problem) from exc
     return clock, reset
 
 
@@ -275,7 +258,7 @@ def _design(r: _Reader, root: Path) -> dict[str, Any]:
             full = r.inside(("design", "sources", i), root, rel, "file")
             if not full.is_relative_to(root):
                 raise r.error(("design", "sources", i),
-                              f"{rel!r} is outside {root}; move {CONFIG_NAME} up to a common folder")
+                              f"{rel!r} is outside {root}; move {r.path.name} up to a common folder")
             rels.append(full.relative_to(root).as_posix())
         top = design.get("top")
         if not isinstance(top, str) or not _IDENT.match(top):
@@ -292,8 +275,6 @@ def _design(r: _Reader, root: Path) -> dict[str, Any]:
 def _declared_modules(root: Path, rels: list[str]) -> list[str] | None:
     """Modules the sources declare; None when they cannot be read or parsed (reported with
     its own file and line when the design is loaded)."""
-    from hwtp.rtl import module_names
-
     try:
         return module_names(tuple(SourceFile(rel, yamlio.decode_utf8((root / rel).read_bytes())) for rel in rels))
     except (DesignError, yamlio.TextDecodeError, OSError):
@@ -346,22 +327,9 @@ def _build_and_mutation(r: _Reader) -> dict[str, Any]:
     }
 
 
-def load_config(path: Path) -> CiConfig:
-    """Read and check ``hwtp.yaml`` (every error names file:line: field)."""
-    if path.is_dir():
-        path = path / CONFIG_NAME
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file (write a starter one with `hwtp ci init`)")
-    try:
-        located = yamlio.load(yamlio.decode_utf8(path.read_bytes()))
-    except yamlio.TextDecodeError as exc:
-        raise ConfigError(f"{path}:{exc.line}: {exc.message}") from exc
-    except yamlio.YamlLoadError as exc:
-        raise ConfigError(f"{path}:{exc.line or 1}: not valid YAML: {exc.message}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    if not isinstance(located.data, dict):
-        raise ConfigError(f"{path}:1: expected a mapping with design, tests, ... (see `hwtp ci init`)")
+def from_document(path: Path, located: yamlio.Located) -> CiConfig:
+    """Check the ci keys of ``hwtp.yaml`` as :mod:`hwtp.config` loaded it (a mapping; every
+    error names file:line: field)."""
     r = _Reader(path, located)
     r.section(())
     root = path.resolve().parent

@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hwtp.ci_config import CONFIG_NAME, guess_clock_reset
-from hwtp.design import SourceFile
+from hwtp.config import CONFIG_NAME
+from hwtp.design import Clock, Reset, SourceFile, guess_controls
 from hwtp.errors import ConfigError, DesignError
+from hwtp.rtl import elaborate, top_modules
 
 _SKIP_DIRS = {"sim_build", "build", "__pycache__", "node_modules", "venv", "site-packages", "dist"}
 _MAX_FILES = 2000
@@ -31,8 +32,8 @@ class Findings:
     other_tops: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    clock: tuple[str, float] | None = None
-    reset: tuple[str, str] | None = None
+    clock: Clock | None = None
+    reset: Reset | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -59,23 +60,7 @@ def _make_vars(root: Path) -> dict[str, str]:
     return found
 
 
-def _tops(sources: list[SourceFile]) -> list[str]:
-    """Modules that no other module instantiates (pyslang's top instances)."""
-    import pyslang
-
-    from hwtp.rtl import check_syntax, parse
-
-    check_syntax(sources)
-    _manager, trees = parse(sources)
-    compilation = pyslang.ast.Compilation()
-    for tree in trees:
-        compilation.addSyntaxTree(tree)
-    return [str(i.name) for i in compilation.getRoot().topInstances]
-
-
 def _guess_controls(findings: Findings, sources: list[SourceFile]) -> None:
-    from hwtp.rtl import elaborate
-
     if findings.top is None:
         return
     try:
@@ -83,11 +68,7 @@ def _guess_controls(findings: Findings, sources: list[SourceFile]) -> None:
     except DesignError as exc:
         findings.notes.append(f"could not read the ports of {findings.top}: {exc}")
         return
-    clock, reset = guess_clock_reset(ports)
-    if clock:
-        findings.clock = (clock.port, clock.period_ns)
-    if reset:
-        findings.reset = (reset.port, reset.active)
+    findings.clock, findings.reset = guess_controls(ports)
 
 
 def inspect(root: Path) -> Findings:
@@ -101,7 +82,7 @@ def inspect(root: Path) -> Findings:
     findings.sources = [s.path for s in sources]
     make = _make_vars(root)
     try:
-        tops = _tops(sources)
+        tops = top_modules(sources)
     except DesignError as exc:
         findings.notes.append(f"the RTL does not parse ({exc}); set design.top by hand")
         tops = []
@@ -136,10 +117,10 @@ def render(f: Findings) -> str:
     top = _q(f.top) if f.top else '""  # TODO: the top module your tests drive'
     others = f"  (other top-level modules: {', '.join(f.other_tops)})" if f.other_tops else ""
     sources = "\n".join(f"    - {_q(s)}" for s in f.sources)
-    clock = (f"  clock: {{port: {_q(f.clock[0])}, period_ns: {f.clock[1]:g}}}" if f.clock
+    clock = (f"  clock: {{port: {_q(f.clock.port)}, period_ns: {f.clock.period_ns:g}}}" if f.clock
              else "  # clock: {port: clk, period_ns: 10}")
-    reset = (f"  reset: {{port: {_q(f.reset[0])}, active: {f.reset[1]}, cycles: 2}}" if f.reset
-             else "  # reset: {port: rst_n, active: low, cycles: 2}")
+    reset = (f"  reset: {{port: {_q(f.reset.port)}, active: {f.reset.active}, cycles: {f.reset.cycles}}}"
+             if f.reset else "  # reset: {port: rst_n, active: low, cycles: 2}")
     modules = (f"  modules: [{', '.join(_q(m) for m in f.modules)}]" if f.modules
                else "  modules: []                  # TODO: your cocotb test modules, e.g. [test_top]")
     return f"""\

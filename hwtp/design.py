@@ -9,49 +9,78 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from hwtp import env, yamlio
 from hwtp.errors import DesignError
-from hwtp.rtl import elaborate, escaping_calls
+from hwtp.rtl import Port, SourceFile, elaborate, escaping_calls, module_names
 
-Direction = Literal["input", "output", "inout"]
 MANIFEST = "design.yaml"
 _MANIFEST_KEYS = {"name", "top", "sources", "spec", "clock", "reset", "description"}
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+Active = Literal["low", "high"]
+#: The most cycles a reset may last (the harness holds it for that many rising edges).
+MAX_RESET_CYCLES = 1000
+#: Port names taken as the clock when none is given, in order of preference.
+CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "aclk")
+#: Port names taken as the reset when none is given, in order of preference.
+RESET_NAMES = ("rst_n", "rstn", "reset_n", "rst_ni", "aresetn", "rst", "reset", "rst_i")
+#: A reset whose name ends like this (rst_n, rstn, aresetn, rst_ni, rst_b, rst_l) is active low.
+_ACTIVE_LOW_NAME = re.compile(r"(?:n|_ni|_b|_l)$", re.IGNORECASE)
+_CLOCK_SHAPE = "expected {port: NAME, period_ns: N}"
+_RESET_SHAPE = "expected {port: NAME, active: low|high, cycles: N}"
 
 
-@dataclass(frozen=True)
-class Port:
-    """A top-level port as the RTL declares it."""
+class ControlError(DesignError):
+    """A clock or reset description that is wrong; ``key`` names the field (``("reset", "cycles")``)
+    and ``problem`` what is wrong, so each reader can say where it came from."""
 
-    name: str
-    direction: Direction
-    width: int
-    signed: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "direction": self.direction, "width": self.width, "signed": self.signed}
+    def __init__(self, key: tuple[str, ...], problem: str) -> None:
+        super().__init__(f"{'.'.join(key)}: {problem}")
+        self.key = key
+        self.problem = problem
 
 
 @dataclass(frozen=True)
 class Clock:
-    """The design's clock input and its period."""
+    """The design's clock input and its period (a positive number of ns)."""
 
     port: str
     period_ns: float = 10.0
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.port, str) or not self.port:
+            raise ControlError(("clock", "port"), "expected a port name")
+        period = self.period_ns
+        if isinstance(period, bool) or not isinstance(period, (int, float)) or not 0 < period < math.inf:
+            raise ControlError(("clock", "period_ns"), "expected a positive number")
+        object.__setattr__(self, "period_ns", float(period))
+
 
 @dataclass(frozen=True)
 class Reset:
-    """The design's reset input: its active level and how many cycles a reset lasts."""
+    """The design's reset input: its active level and how many cycles (1..1000) a reset lasts.
+
+    Build one with :func:`reset_of` to take the level from the port's name when it is not given.
+    """
 
     port: str
-    active: Literal["low", "high"] = "low"
+    active: Active
     cycles: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.port, str) or not self.port:
+            raise ControlError(("reset", "port"), "expected a port name")
+        if self.active not in ("low", "high"):
+            raise ControlError(("reset", "active"), "expected 'low' or 'high'")
+        cycles = self.cycles
+        if isinstance(cycles, bool) or not isinstance(cycles, int) or not 1 <= cycles <= MAX_RESET_CYCLES:
+            raise ControlError(("reset", "cycles"), f"expected an integer from 1 to {MAX_RESET_CYCLES}")
 
     @property
     def active_value(self) -> int:
@@ -62,12 +91,46 @@ class Reset:
         return 1 - self.active_value
 
 
-@dataclass(frozen=True)
-class SourceFile:
-    """One RTL source: its path relative to the design folder, and its text."""
+def reset_level(port: str) -> Active:
+    """The active level a reset's name implies: ``rst_n``, ``rstn``, ``aresetn``, ``rst_ni``
+    (a name ending in ``n``, ``_ni``, ``_b`` or ``_l``) are active low, any other is active high."""
+    return "low" if _ACTIVE_LOW_NAME.search(port) else "high"
 
-    path: str
-    text: str
+
+def reset_of(port: str, active: Any = None, cycles: Any = 2) -> Reset:
+    """A validated :class:`Reset`; without ``active`` the level comes from the port's name."""
+    return Reset(port, reset_level(port) if active is None else active, cycles)
+
+
+def clock_from(value: Any) -> Clock:
+    """A :class:`Clock` from ``{port: NAME, period_ns: N}`` (a manifest's or ``hwtp.yaml``'s);
+    :class:`ControlError` names the wrong field."""
+    if not isinstance(value, dict) or not isinstance(value.get("port"), str):
+        raise ControlError(("clock",), _CLOCK_SHAPE)
+    extra = sorted(set(value) - {"port", "period_ns"})
+    if extra:
+        raise ControlError(("clock", extra[0]), "unknown field (valid: port, period_ns)")
+    return Clock(value["port"], value.get("period_ns", 10.0))
+
+
+def reset_from(value: Any) -> Reset:
+    """A :class:`Reset` from ``{port: NAME, active: low|high, cycles: N}`` (``active`` defaults
+    to the level the port's name implies, ``cycles`` to 2); :class:`ControlError` names the field."""
+    if not isinstance(value, dict) or not isinstance(value.get("port"), str):
+        raise ControlError(("reset",), _RESET_SHAPE)
+    extra = sorted(set(value) - {"port", "active", "cycles"})
+    if extra:
+        raise ControlError(("reset", extra[0]), "unknown field (valid: port, active, cycles)")
+    return reset_of(value["port"], value.get("active"), value.get("cycles", 2))
+
+
+def guess_controls(ports: Sequence[Port]) -> tuple[Clock | None, Reset | None]:
+    """Clock and reset guessed from the names of 1-bit inputs (:data:`CLOCK_NAMES`,
+    :data:`RESET_NAMES`): a 10 ns clock, and a 2-cycle reset at the level its name implies."""
+    names = {p.name for p in ports if p.direction == "input" and p.width == 1}
+    clock = next((Clock(n) for n in CLOCK_NAMES if n in names), None)
+    reset = next((reset_of(n) for n in RESET_NAMES if n in names), None)
+    return clock, reset
 
 
 @dataclass(frozen=True)
@@ -200,8 +263,8 @@ def load_design(
     """Load a design from a shipped name, a design folder, or a bare Verilog file.
 
     For a bare file, ``top`` names the top module (optional when the file has one module);
-    ``clock``/``reset`` describe its clock and reset (when omitted, a 1-bit input named
-    ``clk``/``clock`` is taken as a 10 ns clock and ``rst_n``/``rst``/``reset`` as reset).
+    ``clock``/``reset`` describe its clock and reset (when omitted, they are guessed from the
+    port names by :func:`guess_controls`; a reset only with a clock).
     """
     path = Path(ref)
     if not path.exists() and isinstance(ref, str) and _NAME_RE.match(ref):
@@ -221,21 +284,12 @@ def load_design(
 
 
 def _manifest_error(path: Path, located: yamlio.Located, key: tuple[Any, ...], message: str) -> DesignError:
-    line = located.line_of(key)
-    where = f"{path}:{line}" if line else str(path)
-    field = ".".join(str(k) for k in key) or "(document)"
-    return DesignError(f"{where}: {field}: {message}")
+    return yamlio.located_error(DesignError, path, located, key, message)
 
 
 def _load_folder(folder: Path, shipped: bool = False) -> Design:
     manifest_path = folder / MANIFEST
-    try:
-        located = yamlio.load(yamlio.decode_utf8(manifest_path.read_bytes()))
-    except (yamlio.YamlLoadError, yamlio.TextDecodeError) as exc:
-        where = f"{manifest_path}:{exc.line}" if exc.line else str(manifest_path)
-        raise DesignError(f"{where}: {exc.message}") from exc
-    except OSError as exc:
-        raise DesignError(f"{manifest_path}: cannot read: {exc}") from exc
+    located = yamlio.load_file(manifest_path, DesignError)
     data = located.data
     if not isinstance(data, dict):
         raise _manifest_error(manifest_path, located, (), "expected a mapping")
@@ -266,8 +320,7 @@ def _load_folder(folder: Path, shipped: bool = False) -> Design:
             spec = yamlio.decode_utf8(spec_path.read_bytes())
         except yamlio.TextDecodeError as exc:
             raise DesignError(f"{spec_path}:{exc.line}: {exc.message} (spec of {manifest_path})") from exc
-    clock = _parse_clock(manifest_path, located, data.get("clock"))
-    reset = _parse_reset(manifest_path, located, data.get("reset"))
+    clock, reset = _controls(manifest_path, located, data)
     ports = _ports_or_error(sources, top, manifest_path, located)
     if not shipped:
         check_trusted(sources, root)
@@ -304,35 +357,13 @@ def _read_source(root: Path, path: Path, located: yamlio.Located, i: int, rel: A
         raise _manifest_error(path, located, ("sources", i), f"cannot read {rel}: {exc.strerror}") from exc
 
 
-def _parse_clock(path: Path, located: yamlio.Located, value: Any) -> Clock | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("port"), str):
-        raise _manifest_error(path, located, ("clock",), "expected {port: NAME, period_ns: N}")
-    period = value.get("period_ns", 10)
-    if isinstance(period, bool) or not isinstance(period, (int, float)) or period <= 0:
-        raise _manifest_error(path, located, ("clock", "period_ns"), "expected a positive number")
-    extra = set(value) - {"port", "period_ns"}
-    if extra:
-        raise _manifest_error(path, located, ("clock", sorted(extra)[0]), "unknown field (valid: port, period_ns)")
-    return Clock(value["port"], float(period))
-
-
-def _parse_reset(path: Path, located: yamlio.Located, value: Any) -> Reset | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("port"), str):
-        raise _manifest_error(path, located, ("reset",), "expected {port: NAME, active: low|high, cycles: N}")
-    active = value.get("active", "low")
-    if active not in ("low", "high"):
-        raise _manifest_error(path, located, ("reset", "active"), "expected 'low' or 'high'")
-    cycles = value.get("cycles", 2)
-    if isinstance(cycles, bool) or not isinstance(cycles, int) or not 1 <= cycles <= 1000:
-        raise _manifest_error(path, located, ("reset", "cycles"), "expected an integer from 1 to 1000")
-    extra = set(value) - {"port", "active", "cycles"}
-    if extra:
-        raise _manifest_error(path, located, ("reset", sorted(extra)[0]), "unknown field (valid: port, active, cycles)")
-    return Reset(value["port"], active, cycles)
+def _controls(path: Path, located: yamlio.Located, data: dict[str, Any]) -> tuple[Clock | None, Reset | None]:
+    try:
+        clock = clock_from(data["clock"]) if data.get("clock") is not None else None
+        reset = reset_from(data["reset"]) if data.get("reset") is not None else None
+    except ControlError as exc:
+        raise _manifest_error(path, located, exc.key, exc.problem) from exc
+    return clock, reset
 
 
 def _ports_or_error(sources: tuple[SourceFile, ...], top: str, path: Path, located: yamlio.Located) -> tuple[Port, ...]:
@@ -358,8 +389,6 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
     root = path.parent.resolve()
     sources = (SourceFile(path.name, text),)
     if top is None:
-        from hwtp.rtl import module_names
-
         names = module_names(sources)
         if not names:
             raise DesignError(f"{path}: no module found: a design needs a top module (module NAME ... endmodule)")
@@ -369,23 +398,10 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
         top = names[0]
     ports = elaborate(sources, top)
     check_trusted(sources, root)
-    by_name = {p.name: p for p in ports}
-    if clock is None:
-        clk = next((n for n in ("clk", "clock", "i_clk", "clk_i") if n in by_name), None)
-        clock = Clock(clk, 10.0) if clk else None
-    if reset is None and clock is not None:
-        for name, active in (
-            ("rst_n", "low"),
-            ("rstn", "low"),
-            ("reset_n", "low"),
-            ("rst_ni", "low"),
-            ("rst", "high"),
-            ("reset", "high"),
-            ("rst_i", "high"),
-        ):
-            if name in by_name:
-                reset = Reset(name, active, 2)  # type: ignore[arg-type]
-                break
+    guessed_clock, guessed_reset = guess_controls(ports)
+    clock = clock or guessed_clock
+    if reset is None and clock is not None:  # a reset lasts clock cycles: none without a clock
+        reset = guessed_reset
     design = Design(path.stem, top, root, sources, "", clock, reset, ports)
     _check_control_ports(design, path)
     return design

@@ -71,12 +71,9 @@ class Plan:
         return sum(s.count for t in self.tests for s in t.steps)
 
 
-def _where(source: str, line: int | None) -> str:
-    return f"{source}:{line}" if line else source
-
-
 def _error(source: str, located: yamlio.Located, path: tuple[Any, ...], message: str) -> PlanError:
-    return PlanError(f"{_where(source, located.line_of(path))}: {message}")
+    # plan messages name their place in words (test 't' step 2), not as a dotted field
+    return yamlio.located_error(PlanError, source, located, path, message, field=False)
 
 
 def load_plan_file(path: Path) -> Plan:
@@ -104,7 +101,7 @@ def parse_plan(text: str, source: str = "plan") -> Plan:
     try:
         located = yamlio.load(text)
     except yamlio.YamlLoadError as exc:
-        raise PlanError(f"{_where(source, exc.line)}: not valid YAML/JSON: {exc.message}") from exc
+        raise PlanError(f"{yamlio.where(source, exc.line)}: not valid YAML/JSON: {exc.message}") from exc
     return plan_from_data(located, source)
 
 
@@ -202,7 +199,7 @@ def validate(plan: Plan, design: Design, max_cycles: int = CYCLE_LIMIT) -> None:
     raise :class:`PlanError` naming what is wrong."""
     for test in plan.tests:
         for j, step in enumerate(test.steps):
-            where = f"{_where(plan.source, step.line)}: test {test.name!r} step {j + 1} ({step.kind})"
+            where = f"{yamlio.where(plan.source, step.line)}: test {test.name!r} step {j + 1} ({step.kind})"
             if step.kind == "reset" and design.reset is None:
                 raise PlanError(f"{where}: design {design.name} has no reset")
             if step.count > max_cycles:

@@ -1,23 +1,45 @@
 """The pyslang front end: parse RTL sources, report syntax errors, read the top's ports.
 
 Everything that touches pyslang's compilation API for designs lives here; the mutation
-engine (``hwtp.mutators``) walks the same syntax trees for its sites.
+engine (``hwtp.mutators``) walks the same syntax trees for its sites. Its records,
+:class:`SourceFile` (what goes in) and :class:`Port` (what comes out), are defined here and
+used through :mod:`hwtp.design`, which builds designs on this module (never the reverse).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import pyslang
 
 from hwtp.errors import DesignError
 
-if TYPE_CHECKING:
-    from hwtp.design import Port, SourceFile
-
+Direction = Literal["input", "output", "inout"]
 _DIRECTIONS = {"In": "input", "Out": "output", "InOut": "inout"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One RTL source: its path relative to the design folder, and its text."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Port:
+    """A top-level port as the RTL declares it."""
+
+    name: str
+    direction: Direction
+    width: int
+    signed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "direction": self.direction, "width": self.width, "signed": self.signed}
 
 
 def parse(sources: Sequence[SourceFile]) -> tuple[pyslang.SourceManager, list[Any]]:
@@ -62,6 +84,16 @@ def module_names(sources: Sequence[SourceFile]) -> list[str]:
     return names
 
 
+def top_modules(sources: Sequence[SourceFile]) -> list[str]:
+    """Modules that no other module instantiates (pyslang's top instances)."""
+    check_syntax(sources)
+    _manager, trees = parse(sources)
+    compilation = pyslang.ast.Compilation()
+    for tree in trees:
+        compilation.addSyntaxTree(tree)
+    return [str(i.name) for i in compilation.getRoot().topInstances]
+
+
 def module_declarations(tree: Any) -> list[Any]:
     """The module declarations of one syntax tree (a lone member, module or not, is the root)."""
     kind = pyslang.syntax.SyntaxKind.ModuleDeclaration
@@ -75,8 +107,6 @@ def module_declarations(tree: Any) -> list[Any]:
 
 def elaborate(sources: Sequence[SourceFile], top: str) -> tuple[Port, ...]:
     """Elaborate ``top`` and return its ports, parameters resolved to their defaults."""
-    from hwtp.design import Port
-
     check_syntax(sources)
     manager, trees = parse(sources)
     options = pyslang.ast.CompilationOptions()

@@ -1,4 +1,5 @@
-"""Configuration of ``hwtp run``: typed, frozen, loadable from ``hwtp.yaml`` (section ``run``).
+"""Configuration of ``hwtp run``: typed, frozen, loadable from ``hwtp.yaml`` (section ``run``,
+handed over by :mod:`hwtp.config`, which reads the file).
 
 Every field is also a command-line option; the command line wins over the file. The fields
 that change results are the run's fingerprint, stored in the run folder: a changed
@@ -14,8 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hwtp import yamlio
+from hwtp.advantage import PRESETS
 from hwtp.env import DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError
+from hwtp.export import FORMATS
 
 STAGES = ("mutate", "plan", "score", "advantage", "export")
 POLICIES = ("random", "openai", "replay")
@@ -52,8 +55,6 @@ def check_url(url: str) -> str | None:
 
 def check_field(key: str, value: Any) -> str | None:
     """What is wrong with one field's value on its own (None: nothing)."""
-    from hwtp.advantage import PRESETS
-    from hwtp.export import FORMATS
 
     at_least_one = ("states", "samples", "witness_cycles", "jobs", "concurrency", "batch_size", "max_tokens")
     if key in at_least_one and value is not None and value < 1:
@@ -166,26 +167,18 @@ class FileValues(dict[str, Any]):
         self.where = where
 
 
-def load_file(path: Path) -> FileValues:
-    """The ``run`` section of a config file, checked field by field (file:line: field: problem)."""
-    try:
-        located = yamlio.load(yamlio.decode_utf8(path.read_bytes()))
-    except (yamlio.YamlLoadError, yamlio.TextDecodeError) as exc:
-        raise ConfigError(f"{path}:{exc.line or 1}: {exc.message}") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
-    data = located.data or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}:1: expected a mapping with a 'run' section")
-    section = data.get("run") or {}
+def from_document(path: Path, located: yamlio.Located) -> FileValues:
+    """The ``run`` section of ``hwtp.yaml`` as :mod:`hwtp.config` loaded it, checked field by
+    field (file:line: run.field: problem)."""
+    section = located.data.get("run") or {}
     if not isinstance(section, dict):
-        raise ConfigError(f"{path}:{located.line_of(('run',))}: run: expected a mapping")
+        raise yamlio.located_error(ConfigError, path, located, ("run",), "expected a mapping")
     known = {f.name: f for f in fields(RunConfig)}
     out: dict[str, Any] = {}
     where_of: dict[str, str] = {}
     for raw_key, value in section.items():
         key = _FILE_ALIASES.get(raw_key, raw_key.replace("-", "_"))
-        where = f"{path}:{located.line_of(('run', raw_key))}: run.{raw_key}"
+        where = yamlio.place(path, located, ("run", raw_key))
         if key not in known:
             raise ConfigError(f"{where}: unknown field (valid: {', '.join(sorted(known))})")
         out[key] = _coerce(where, key, value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -18,6 +18,7 @@ import yaml
 MAX_DOCUMENT_BYTES = 1 << 20
 
 Path_ = tuple[Any, ...]
+E = TypeVar("E", bound=Exception)
 
 
 class YamlLoadError(ValueError):
@@ -84,6 +85,37 @@ class Located:
             if line is not None:
                 return line
         return None
+
+
+def load_file(path: Path, error: type[E]) -> Located:
+    """Read and load the YAML file ``path``; every failure is ``error("path:line: ...")``
+    (unreadable, not UTF-8, not valid YAML, over the size bound)."""
+    text = read_text(path, error)
+    try:
+        return load(text)
+    except YamlLoadError as exc:
+        raise error(f"{where(path, exc.line)}: not valid YAML: {exc.message}") from exc
+
+
+def where(source: str | Path, line: int | None) -> str:
+    """``source:line``, or ``source`` alone when the line is not known."""
+    return f"{source}:{line}" if line else str(source)
+
+
+def place(source: str | Path, located: Located, key: Path_, *, field: bool = True) -> str:
+    """Where ``key`` is: ``source:line: field``, the line that of ``key`` in the loaded document
+    (or of its nearest ancestor), the field ``key`` dotted (``design.sources.0``; ``(document)``
+    for the whole document). With ``field=False`` only ``source:line``, for messages that name
+    the place in their own words (a plan's ``test 't' step 2 (wait)``)."""
+    at = where(source, located.line_of(key))
+    return f"{at}: {'.'.join(str(k) for k in key) or '(document)'}" if field else at
+
+
+def located_error(
+    error: type[E], source: str | Path, located: Located, key: Path_, message: str, *, field: bool = True
+) -> E:
+    """The one located error: ``error("source:line: field: message")`` (see :func:`place`)."""
+    return error(f"{place(source, located, key, field=field)}: {message}")
 
 
 class _Loader(yaml.SafeLoader):

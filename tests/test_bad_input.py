@@ -62,6 +62,40 @@ def test_rtl_that_is_not_utf8_is_refused_with_its_line(tmp_path: Path, run_cli: 
         load_design(folder)
 
 
+COUNTER_V = "module c(input clk, input reset, output reg q); always @(posedge clk) q <= reset ? 1'b0 : ~q; endmodule\n"
+
+
+@pytest.mark.parametrize(
+    ("controls", "message"),
+    [
+        ("clock: {port: clk, period_ns: -1}\n", "design.yaml:4: clock.period_ns: expected a positive number"),
+        ("clock: {port: clk, period_ns: .inf}\n", "design.yaml:4: clock.period_ns: expected a positive number"),
+        ("clock: {port: clk}\nreset: {port: reset, cycles: 0}\n",
+         "design.yaml:5: reset.cycles: expected an integer from 1 to 1000"),
+        ("clock: {port: clk}\nreset: {port: reset, active: hi}\n",
+         "design.yaml:5: reset.active: expected 'low' or 'high'"),
+        ("clock: {port: clk}\nreset: {port: reset, level: 1}\n",
+         "design.yaml:5: reset.level: unknown field (valid: port, active, cycles)"),
+        ("clock: clk\n", "design.yaml:4: clock: expected {port: NAME, period_ns: N}"),
+    ],
+)
+def test_manifest_clock_and_reset_limits(tmp_path: Path, controls: str, message: str) -> None:
+    (tmp_path / "c.v").write_text(COUNTER_V)
+    (tmp_path / "design.yaml").write_text(f"name: c\ntop: c\nsources: [c.v]\n{controls}")
+    with pytest.raises(DesignError) as err:
+        load_design(tmp_path)
+    assert str(err.value).endswith(message) and str(err.value).startswith(str(tmp_path))
+
+
+def test_manifest_reset_without_a_level_takes_it_from_its_name(tmp_path: Path) -> None:
+    (tmp_path / "c.v").write_text(COUNTER_V)
+    (tmp_path / "design.yaml").write_text("name: c\ntop: c\nsources: [c.v]\nclock: {port: clk}\nreset: {port: reset}\n")
+    design = load_design(tmp_path)
+    assert design.reset is not None and (design.reset.active, design.reset.cycles) == ("high", 2)
+    bare = load_design(tmp_path / "c.v")  # guessed from the names: the same reset
+    assert bare.clock == design.clock and bare.reset == design.reset
+
+
 # --------------------------------------------------------------------------- plans
 
 
@@ -246,7 +280,7 @@ def test_parquet_without_pyarrow_fails_before_any_simulation(
 def test_ci_config_names_the_line_of_a_wrong_top_and_the_rtl_checks_apply(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hwtp.ci_config import load_config
+    from hwtp.config import load_ci
     from hwtp.errors import ConfigError
 
     monkeypatch.delenv("HWTP_ALLOW_SYSTEM_TASKS", raising=False)
@@ -254,11 +288,11 @@ def test_ci_config_names_the_line_of_a_wrong_top_and_the_rtl_checks_apply(
     cfg = tmp_path / "hwtp.yaml"
     cfg.write_text("design:\n  sources: [top.v]\n  top: tpo\ntests: {modules: [t]}\n")
     with pytest.raises(ConfigError, match=rf"{cfg}:3: design.top: no module named 'tpo' .*modules: top"):
-        load_config(cfg)
+        load_ci(cfg)
     (tmp_path / "top.v").write_text('module top(input a, output y); initial $system("x"); assign y = a; endmodule\n')
     cfg.write_text("design:\n  sources: [top.v]\n  top: top\ntests: {modules: [t]}\n")
     with pytest.raises(DesignError, match=r"top\.v:1: \$system runs a shell command"):
-        load_config(cfg).load_design()
+        load_ci(cfg).load_design()
 
 
 def test_plan_checks_the_endpoint_before_reading_anything(tmp_path: Path, run_cli: Run) -> None:

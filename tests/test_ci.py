@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 import pytest
 
 from hwtp.ci import CiReport, MutantResult, Run, Status, TestOutcome
-from hwtp.ci_config import load_config
+from hwtp.config import load_ci
 from hwtp.design import load_design, shipped_root
 from hwtp.errors import ConfigError
 from hwtp.exporttests import render
@@ -230,23 +230,37 @@ def test_config_errors_name_file_line_and_field(tmp_path: Path) -> None:
         "design:\n  sources: [top.v]\n  top: top\ntests: {modules: [t]}\nmin_score: 2\n": ":5: min_score:",
         "design:\n  sources: [top.v]\ntests: {modules: [t]}\n": ":1: design.top: required",
         "design:\n  sources: [../x.v]\n  top: top\ntests: {modules: [t]}\n": ":2: design.sources.0:",
+        # clock and reset: the limits and messages of design.yaml (hwtp.design.clock_from/reset_from)
+        "design:\n  sources: [top.v]\n  top: top\n  reset: {port: a, cycles: 1001}\ntests: {modules: [t]}\n":
+            ":4: design.reset.cycles: expected an integer from 1 to 1000",
+        "design:\n  sources: [top.v]\n  top: top\n  clock: {port: a, period_ns: 0}\ntests: {modules: [t]}\n":
+            ":4: design.clock.period_ns: expected a positive number",
+        "design:\n  sources: [top.v]\n  top: top\n  clock: {port: a, hz: 5}\ntests: {modules: [t]}\n":
+            ":4: design.clock.hz: unknown field (valid: port, period_ns)",
+        "design:\n  sources: [top.v]\n  top: top\n  reset: a\ntests: {modules: [t]}\n":
+            ":4: design.reset: expected {port: NAME, active: low|high, cycles: N}",
+        "- design\n": ":1: (document): expected a mapping",
+        "design: [\n": ":2: not valid YAML:",
     }
     for text, wanted in cases.items():
         cfg.write_text(text)
         with pytest.raises(ConfigError) as err:
-            load_config(cfg)
+            load_ci(cfg)
         assert f"{cfg}{wanted}" in str(err.value), (text, str(err.value))
+    cfg.write_text("design:\n  sources: [top.v]\n  top: top\n  reset: {port: a}\ntests: {modules: [t]}\n")
+    reset = load_ci(cfg).reset
+    assert reset is not None and (reset.active, reset.cycles) == ("high", 2)  # `a` names no active-low reset
 
 
 def test_example_config_loads_and_ci_init_finds_the_project(tmp_path: Path, run_cli: Run_) -> None:
-    config = load_config(EXAMPLE / "hwtp.yaml")
+    config = load_ci(EXAMPLE / "hwtp.yaml")
     assert config.top == "sat_counter" and config.test_modules == ("test_sat_counter",)
     assert config.load_design().clock is not None
     shutil.copytree(EXAMPLE / "rtl", tmp_path / "rtl")
     shutil.copytree(EXAMPLE / "tests", tmp_path / "tests")
     code, _, err = run_cli("ci", "init", tmp_path)
     assert code == 0, err
-    found = load_config(tmp_path / "hwtp.yaml")
+    found = load_ci(tmp_path / "hwtp.yaml")
     assert (found.top, found.test_modules) == ("sat_counter", ("test_sat_counter",))
     assert found.sources == ("rtl/sat_counter.v",)
     assert found.clock is not None and found.reset is not None and found.reset.active == "low"

@@ -155,3 +155,50 @@ def test_sim_exit_codes_and_json(run_cli: Run, tmp_path: Path) -> None:
     assert "FAIL" in out
     first = json.loads(report.read_text())["first_mismatch"]
     assert first["port"] == port and first["test"] == data["tests"][0]["name"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "port", "active", "cycles"),
+    [
+        ("reset", "reset", "high", 2),
+        ("rst", "rst", "high", 2),
+        ("rst_n", "rst_n", "low", 2),
+        ("aresetn", "aresetn", "low", 2),
+        ("reset:low", "reset", "low", 2),
+        ("rst_n:high:5", "rst_n", "high", 5),
+        ("rst_ni::3", "rst_ni", "low", 3),
+    ],
+)
+def test_reset_option_level_defaults_to_what_the_name_says(spec: str, port: str, active: str, cycles: int) -> None:
+    from hwtp.commands.options import parse_reset
+
+    reset = parse_reset(spec)
+    assert reset is not None and (reset.port, reset.active, reset.cycles) == (port, active, cycles)
+
+
+def test_guess_controls_takes_only_one_bit_inputs() -> None:
+    from hwtp.design import Port, guess_controls
+
+    ports = [Port("aclk", "input", 1), Port("clk", "input", 2), Port("aresetn", "input", 1), Port("rst", "output", 1)]
+    clock, reset = guess_controls(ports)
+    assert clock is not None and clock.port == "aclk" and clock.period_ns == 10.0
+    assert reset is not None and (reset.port, reset.active, reset.cycles) == ("aresetn", "low", 2)
+    assert guess_controls([Port("clk", "input", 4), Port("rst_n", "output", 1)]) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [
+        ("--clock", "clk:0", "--clock 'clk:0': period_ns: expected a positive number"),
+        ("--clock", "clk:fast", "--clock 'clk:fast': period_ns: expected a positive number"),
+        ("--reset", "rst:mid", "--reset 'rst:mid': active: expected 'low' or 'high'"),
+        ("--reset", "rst:high:0", "--reset 'rst:high:0': cycles: expected an integer from 1 to 1000"),
+        ("--reset", "rst:high:1001", "cycles: expected an integer from 1 to 1000"),
+        ("--reset", "rst:high:two", "cycles: expected an integer from 1 to 1000"),
+    ],
+)
+def test_clock_and_reset_options_have_the_manifest_limits(
+    run_cli: Run, data_dir: Path, option: str, value: str, needle: str
+) -> None:
+    code, _, err = run_cli("sim", data_dir / "counter.v", option, value)
+    assert code == 2 and needle in err and "Traceback" not in err

@@ -186,3 +186,37 @@ def test_power_on_state_is_restored_between_tests_and_evaluations(data_dir: Path
     plan = parse_plan("tests:\n" + "".join(test.format(i=i) for i in range(3)))
     results = run_plans(design, plan, plan, plan)
     assert [r.status for r in results] == ["pass"] * 3, [r.first for r in results]
+
+
+ACTIVE_HIGH_RESET = """\
+module helper(input a, output y); assign y = a; endmodule
+module counter_hr(input clk, input reset, input en, output reg [3:0] q);
+  always @(posedge clk) if (reset) q <= 4'd0; else if (en) q <= q + 4'd1;
+endmodule
+"""
+COUNT_THEN_RESET = """\
+tests:
+  - name: counts_then_resets
+    steps:
+      - drive: {en: 1}
+      - wait: 3
+      - expect: {q: 3}
+      - reset: 1
+      - expect: {q: 0}
+"""
+
+
+def test_explicit_reset_port_takes_its_level_from_its_name(tmp_path: Path) -> None:
+    """As a new user types it: `--reset reset` (no level) on a design whose `reset` is active
+    high. Held at the wrong inactive level, the counter would stay in reset and never count."""
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "file.sv").write_text(ACTIVE_HIGH_RESET)
+    (tmp_path / "plan.yaml").write_text(COUNT_THEN_RESET)
+    hwtp = shutil.which("hwtp") or str(Path(sys.executable).with_name("hwtp"))
+    argv = [hwtp, "sim", "file.sv", "plan.yaml", "--top", "counter_hr", "--clock", "clk", "--reset", "reset"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  counts_then_resets" in done.stdout

@@ -10,8 +10,9 @@ import click
 
 from hwtp import reports
 from hwtp.ci import MutantResult, run_ci
-from hwtp.ci_config import CONFIG_NAME, CiConfig, load_config
+from hwtp.ci_config import CiConfig
 from hwtp.commands.options import design_options, resolve_design, trust_option
+from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -85,7 +86,7 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
     """
     if ctx.invoked_subcommand is not None:
         return
-    config = _overrides(load_config(config_path), count, operators, seed, min_score, since, jobs, timeout,
+    config = _overrides(load_ci(config_path), count, operators, seed, min_score, since, jobs, timeout,
                         include_plans)
     progress = _Progress()
     report = run_ci(config, progress=progress, on_mutants=progress.start)
@@ -137,8 +138,8 @@ def export_tests_command(plans: tuple[Path, ...], out: Path, design_ref: str | N
         design = resolve_design(design_ref, top, clock_spec, reset_spec)
     elif (near := design_near(plans[0])) is not None:
         design = resolve_design(str(near))
-    elif (config_path if config_path.is_file() else config_path / CONFIG_NAME).is_file():
-        design = load_config(config_path).load_design()
+    elif locate(config_path).is_file():
+        design = load_ci(config_path).load_design()
     else:
         raise ConfigError(f"{plans[0]}: cannot tell which design the plans are for; pass --design")
     count, tests = export_tests(design, list(plans), out)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
 
 from hwtp import yamlio
-from hwtp.design import Clock, Design, Reset, allow_system_tasks, load_design
+from hwtp.design import Clock, ControlError, Design, Reset, allow_system_tasks, load_design, reset_of
 from hwtp.env import ALLOW_SYSTEM_TASKS_VAR
 from hwtp.errors import ConfigError, PlanError
 
@@ -61,28 +62,39 @@ def read_stdin(source: str = "<stdin>") -> str:
         raise PlanError(f"{source}:{exc.line}: {exc.message}") from exc
 
 
+def _number(text: str, kind: type[float] | type[int]) -> Any:
+    """``text`` as a number, or as given when it is not one (the record refuses it in its words)."""
+    try:
+        return kind(text)
+    except ValueError:
+        return text
+
+
 def parse_clock(spec: str | None) -> Clock | None:
+    """``--clock PORT[:PERIOD_NS]`` as a validated :class:`Clock` (10 ns when no period)."""
     if not spec:
         return None
     port, _, period = spec.partition(":")
     try:
-        return Clock(port, float(period) if period else 10.0)
-    except ValueError:
-        raise ConfigError(f"--clock {spec!r}: period must be a number of ns, e.g. clk:10") from None
+        return Clock(port, _number(period, float) if period else 10.0)
+    except ControlError as exc:
+        raise ConfigError(f"--clock {spec!r}: {exc.key[-1]}: {exc.problem} (e.g. clk:10)") from None
 
 
 def parse_reset(spec: str | None) -> Reset | None:
+    """``--reset PORT[:low|high[:CYCLES]]`` as a validated :class:`Reset`; without a level, the
+    level the port's name implies (``rst_n`` low, ``reset`` high), as when it is guessed."""
     if not spec:
         return None
     parts = spec.split(":")
-    active = parts[1] if len(parts) > 1 and parts[1] else "low"
-    if active not in ("low", "high"):
-        raise ConfigError(f"--reset {spec!r}: active level must be 'low' or 'high'")
+    if len(parts) > 3:
+        raise ConfigError(f"--reset {spec!r}: expected PORT[:low|high[:CYCLES]]")
+    active = parts[1] if len(parts) > 1 and parts[1] else None
+    cycles = _number(parts[2], int) if len(parts) > 2 and parts[2] else 2
     try:
-        cycles = int(parts[2]) if len(parts) > 2 else 2
-    except ValueError:
-        raise ConfigError(f"--reset {spec!r}: cycles must be an integer") from None
-    return Reset(parts[0], active, cycles)  # type: ignore[arg-type]
+        return reset_of(parts[0], active, cycles)
+    except ControlError as exc:
+        raise ConfigError(f"--reset {spec!r}: {exc.key[-1]}: {exc.problem} (e.g. rst_n:low:2)") from None
 
 
 def resolve_design(
@@ -90,8 +102,6 @@ def resolve_design(
 ) -> Design:
     """Load a design from a shipped name, a folder, or a bare file with the options."""
     if clock_spec == "none":
-        from dataclasses import replace
-
         design = load_design(ref, top=top, clock=None, reset=None)
         return replace(design, clock=None, reset=None)
     return load_design(ref, top=top, clock=parse_clock(clock_spec), reset=parse_reset(reset_spec))

@@ -12,11 +12,12 @@ import click
 
 from hwtp import run as loop
 from hwtp.commands.options import trust_option
+from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.export import FORMATS
-from hwtp.runconfig import STAGES, load_file, resolve
+from hwtp.runconfig import STAGES, resolve
 
-_DEFAULT_CONFIG = Path("hwtp.yaml")
+_DEFAULT_CONFIG = Path(CONFIG_NAME)
 
 
 class Progress:
@@ -119,7 +120,7 @@ def run_command(
     """The whole loop: mutate, plan, score, advantage and export, for each DESIGN (default:
     every shipped design) into RUNDIR. Rerun the same command to resume."""
     path = config_file or (_DEFAULT_CONFIG if _DEFAULT_CONFIG.is_file() else None)
-    file_values = load_file(path) if path else {}
+    file_values = load_run(path) if path else {}
     if options["policy"] is None and options["endpoint"] and "policy" not in file_values:
         options["policy"] = "openai"
     config = resolve(file_values, {"designs": designs, **options})
