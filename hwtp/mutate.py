@@ -33,8 +33,10 @@ from hwtp.mutantset import (
     set_hash,
     write,
 )
+from hwtp.mutators.operators import select
 from hwtp.mutators.schemata import standalone
 from hwtp.mutators.site import Site
+from hwtp.mutators.sites import FRONTENDS, site_finder
 from hwtp.plan import Plan
 from hwtp.sim import procs, toolchain
 
@@ -68,6 +70,7 @@ class MutationConfig:
     lines: tuple[int, int] | None = None  # only sites on these lines (inclusive)
     since: str | None = None  # only sites on lines changed since this git revision
     include_widths: bool = False
+    frontend: str = FRONTENDS[0]  # the parser that finds sites: pyslang, or pyverilog (hwtp[pyverilog])
     jobs: int = 2
     depth: int = 1  # >1: higher-order mutants, mutating mutants
     branching: int = 2  # children per mutant at each extra level
@@ -87,12 +90,12 @@ class MutationConfig:
             raise MutantError("--branching must be >= 1; --equivalents and --witness-cycles >= 0")
         if not (self.eval_timeout > 0 and self.witness_timeout > 0):
             raise MutantError("--eval-timeout and --witness-timeout must be positive numbers of seconds")
+        if self.frontend not in FRONTENDS:
+            raise MutantError(f"--frontend {self.frontend!r}: expected one of {', '.join(FRONTENDS)}")
 
 
 def _find(design: Design, config: MutationConfig, operators: tuple[str, ...] | None = None) -> list[Site]:
-    from hwtp.mutators.operators import select
-    from hwtp.mutators.sites import find_sites
-
+    find_sites = site_finder(config.frontend)
     names = config.operators if operators is None else operators
     chosen = select(names) if names else None
     sites: list[Site] = []

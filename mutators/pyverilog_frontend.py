@@ -1,5 +1,8 @@
 """The alternative frontend for plain Verilog-2001: site discovery with pyverilog.
 
+Selected with ``hwtp mutate --frontend pyverilog`` (``MutationConfig(frontend="pyverilog")``);
+pyverilog is an optional extra (``pip install 'hwtp[pyverilog]'``), imported on first use.
+
 :func:`find_sites_pyverilog` builds the same :class:`~hwtp.mutators.context.SiteContext` as
 the pyslang frontend, from pyverilog's AST, so every operator runs unchanged and the two
 frontends give identical sites wherever both understand the source. pyverilog keeps only
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import env
-from hwtp.errors import DesignError, MutantError
+from hwtp.errors import ConfigError, DesignError, MutantError
 from hwtp.mutators.context import Assign, Case, CaseItem, Event, Root, SiteContext, Span
 from hwtp.mutators.operators import select
 from hwtp.mutators.pv_match import Matcher, MatchError
@@ -40,6 +43,7 @@ Node = Any  # pyverilog AST nodes
 
 _NETS = ("Wire", "Tri", "Supply")
 _CASES = {"CaseStatement": "case", "CasezStatement": "casez", "CasexStatement": "casex"}
+MISSING = "the pyverilog front end needs pyverilog, an optional extra: pip install 'hwtp[pyverilog]'"
 
 
 def find_sites_pyverilog(text: str, path: str, operators: OperatorSpec = None,
@@ -76,12 +80,19 @@ def parse(text: str, path: str) -> Node:
 
 @functools.cache
 def _parser() -> Any:
-    """One pyverilog parser per process; its LALR tables are cached in the hwtp cache."""
-    with warnings.catch_warnings():  # pyverilog's __init__ leaves its VERSION file open
-        warnings.simplefilter("ignore", ResourceWarning)
-        from ply.yacc import NullLogger, yacc
-        from pyverilog.vparser.lexer import VerilogLexer
-        from pyverilog.vparser.parser import VerilogParser
+    """One pyverilog parser per process; its LALR tables are cached in the hwtp cache.
+
+    pyverilog (and its ply) are imported here: they are an optional extra, needed only when
+    this front end is used. :class:`ConfigError` when they are not installed.
+    """
+    try:
+        with warnings.catch_warnings():  # pyverilog's __init__ leaves its VERSION file open
+            warnings.simplefilter("ignore", ResourceWarning)
+            from ply.yacc import NullLogger, yacc
+            from pyverilog.vparser.lexer import VerilogLexer
+            from pyverilog.vparser.parser import VerilogParser
+    except ImportError as exc:
+        raise ConfigError(MISSING) from exc
 
     class QuietParser(VerilogParser):
         """VerilogParser that writes no parser.out/parsetab.py into the working folder."""

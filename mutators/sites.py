@@ -1,18 +1,19 @@
-"""Site discovery with pyslang: :func:`find_sites`.
+"""Site discovery: :func:`find_sites` with pyslang, and the choice of front end.
 
 :mod:`hwtp.mutators.slang_index` turns pyslang's syntax tree into a
 :class:`~hwtp.mutators.context.SiteContext` (exact byte spans, constant contexts and
 left-hand sides left out); the selected operators turn that into sites. The pyverilog
-frontend (:mod:`hwtp.mutators.pyverilog_frontend`) shares :func:`collect_sites`.
+frontend (:mod:`hwtp.mutators.pyverilog_frontend`, ``hwtp mutate --frontend pyverilog``)
+shares :func:`collect_sites`; :func:`site_finder` picks one by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyslang
 
-from hwtp.errors import DesignError
+from hwtp.errors import ConfigError, DesignError
 from hwtp.mutators.base import Operator
 from hwtp.mutators.context import SiteContext
 from hwtp.mutators.operators import select
@@ -20,6 +21,10 @@ from hwtp.mutators.site import Site
 from hwtp.mutators.slang_index import index_tree
 
 OperatorSpec = Iterable[str | Operator] | None
+SiteFinder = Callable[..., list[Site]]  # (text, path, operators=..., include_widths=...) -> sites
+
+#: The front ends ``hwtp mutate --frontend`` accepts; the first is the default.
+FRONTENDS = ("pyslang", "pyverilog")
 
 
 def find_sites(text: str, path: str, operators: OperatorSpec = None,
@@ -65,3 +70,16 @@ def collect_sites(ctx: SiteContext, operators: Iterable[Operator]) -> list[Site]
             seen.add(key)
             sites.append(site)
     return sorted(sites, key=lambda s: (s.start, s.operator, s.replacement))
+
+
+def site_finder(frontend: str) -> SiteFinder:
+    """The site finder of ``frontend`` (one of :data:`FRONTENDS`): both take the same
+    arguments and give the same sites wherever both parse the source."""
+    if frontend == "pyslang":
+        return find_sites
+    if frontend == "pyverilog":
+        # imported on use: pyverilog_frontend imports this module (collect_sites)
+        from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog
+
+        return find_sites_pyverilog
+    raise ConfigError(f"unknown front end {frontend!r} (valid: {', '.join(FRONTENDS)})")

@@ -11,6 +11,7 @@ import click
 from hwtp import mutate as engine
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
+from hwtp.mutators.sites import FRONTENDS
 
 
 def _line_range(text: str | None) -> tuple[int, int] | None:
@@ -44,6 +45,13 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
 @click.option("--lines", "lines", metavar="A-B", help="Only sites on these source lines.")
 @click.option("--since", metavar="GITREV", help="Only sites on lines changed since this git revision.")
 @click.option("--include-widths", is_flag=True, help="Also mutate constants that size things.")
+@click.option(
+    "--frontend",
+    type=click.Choice(FRONTENDS),
+    default=FRONTENDS[0],
+    show_default=True,
+    help="Parser that finds the sites: pyslang, or pyverilog for plain Verilog-2001 (pip install 'hwtp[pyverilog]').",
+)
 @click.option("--depth", type=int, default=1, show_default=True, help="Tree depth: >1 mutates mutants again.")
 @click.option("--branching", type=int, default=2, show_default=True, help="Children per mutant per extra level.")
 @click.option(
@@ -93,6 +101,7 @@ def mutate(
     lines: str | None,
     since: str | None,
     include_widths: bool,
+    frontend: str,
     depth: int,
     branching: int,
     equivalents: int,
@@ -111,6 +120,7 @@ def mutate(
         lines=_line_range(lines),
         since=since,
         include_widths=include_widths,
+        frontend=frontend,
         jobs=jobs,
         depth=depth,
         branching=branching,
