@@ -23,7 +23,7 @@ def design_options(func: F) -> F:
         "--reset",
         "reset_spec",
         metavar="PORT[:low|high[:CYCLES]]",
-        help="Bare file: reset port, active level (default low) and cycles (default 2).",
+        help="Bare file: reset port, active level (default: by name, rst_n low, reset high), cycles (default 2).",
     )(func)
     func = click.option(
         "--clock",

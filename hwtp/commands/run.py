@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,39 +13,30 @@ from hwtp.commands.options import trust_option
 from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.export import FORMATS
+from hwtp.progress import Tasks, reporting
 from hwtp.runconfig import STAGES, resolve
 
 _DEFAULT_CONFIG = Path(CONFIG_NAME)
 
 
 class Progress:
-    """Progress on a TTY (one updating line); plain periodic lines otherwise (CI logs)."""
+    """The run's events on stderr: a line per design and stage, counted work through
+    :class:`hwtp.progress.Tasks` (a bar with rate and time left on a TTY, plain lines otherwise)."""
 
     def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
+        self.tasks = Tasks()
 
     def __call__(self, kind: str, **data: Any) -> None:
+        if kind == "progress":
+            self.tasks(f"  {data['design']}: {data['stage']}", data["done"], data["total"])
+            return
+        self.tasks.close()
         if kind == "design":
-            self._line(f"[{data['index'] + 1}/{data['total']}] {data['ref']}", force=True)
+            click.echo(f"[{data['index'] + 1}/{data['total']}] {data['ref']}", err=True)
         elif kind == "stage":
-            self._line(f"  {data['design']}: {data['stage']}", force=True)
+            click.echo(f"  {data['design']}: {data['stage']}", err=True)
         elif kind == "note":
-            self._line(f"  {data['design']}: {data['text']}", force=True)
-        elif kind == "progress":
-            total = max(1, data["total"])
-            bar = "#" * int(20 * data["done"] / total)
-            self._line(f"  {data['design']}: {data['stage']} {data['done']}/{data['total']} [{bar:<20}]")
-
-    def _line(self, text: str, force: bool = False) -> None:
-        now = time.monotonic()
-        if self.tty:
-            click.echo(f"\r\033[K{text}", nl=False, err=True)
-            if force:
-                click.echo("", err=True)
-        elif force or now - self.last > 5:
-            click.echo(text, err=True)
-            self.last = now
+            click.echo(f"  {data['design']}: {data['text']}", err=True)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -134,7 +123,10 @@ def run_command(
     if dry_run:
         click.echo(json.dumps(loop.dry_run(config), indent=2))
         return
-    summary = loop.run(config, rundir, force_new_stage, Progress())
+    progress = Progress()
+    with reporting(progress.tasks):  # the witness search inside the mutate stage
+        summary = loop.run(config, rundir, force_new_stage, progress)
+    progress.tasks.close()
     print_summary(summary)
     if json_out:
         json_out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -15,6 +12,7 @@ from hwtp import mutate as engine
 from hwtp.commands.options import read_stdin, trust_option
 from hwtp.errors import ConfigError
 from hwtp.planset import read_plans
+from hwtp.progress import progress
 from hwtp.score import GOLDEN, Outcome, RewardLevels, ScoreConfig, Scores, score
 from hwtp.sim.job import Limits
 
@@ -26,16 +24,6 @@ _CELL = {
     Outcome.TIMEOUT: "T",
     Outcome.ERROR: "E",
 }
-
-
-@contextmanager
-def progress_bar(total: int, label: str) -> Iterator[object]:
-    """A progress bar on a TTY (stderr); a no-op callback otherwise."""
-    if not sys.stderr.isatty() or total <= 0:
-        yield lambda n: None
-        return
-    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-        yield bar.update
 
 
 def _levels(text: str) -> RewardLevels:
@@ -122,8 +110,8 @@ def score_command(
     if wall_s <= 0 or startup_s <= 0:
         raise ConfigError("--timeout and --startup-timeout must be positive numbers of seconds")
     total = len(plans) * (1 + len(mutant_set.valid))
-    with progress_bar(total, "scoring") as tick:
-        scores = score(mutant_set, plans, config, progress=tick)  # type: ignore[arg-type]
+    with progress(total, "scoring") as tick:
+        scores = score(mutant_set, plans, config, progress=tick)
     if json_out:
         json_out.write_text(json.dumps(scores.as_dict(), indent=2) + "\n", encoding="utf-8")
     click.echo(kill_matrix(scores))
