@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from hwtp.ci_config import CiConfig
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
+from hwtp.progress import Progress
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -37,22 +37,17 @@ def _overrides(config: CiConfig, count: int | None, operators: str | None, seed:
 
 
 class _Progress:
-    """One character per mutant on a terminal (K killed, . survived, T timeout, E error)."""
+    """Mutants tested, with rate and time left (:mod:`hwtp.progress`)."""
 
     def __init__(self) -> None:
-        self.marks = {"killed": "K", "survived": ".", "timeout": "T", "error": "E"}
-        self.enabled = sys.stderr.isatty()
-        self.total = self.done = 0
+        self.bar: Progress | None = None
 
     def start(self, total: int) -> None:
-        self.total = total
-        if self.enabled and total:
-            click.echo(f"running the tests on {total} mutants: ", err=True, nl=False)
+        self.bar = Progress(total, "testing mutants")
 
     def __call__(self, result: MutantResult) -> None:
-        self.done += 1
-        if self.enabled:
-            click.echo(self.marks.get(result.status.value, "?"), err=True, nl=self.done == self.total)
+        if self.bar is not None:
+            self.bar(1)
 
 
 @click.group("ci", invoke_without_command=True)
@@ -90,6 +85,8 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
                         include_plans)
     progress = _Progress()
     report = run_ci(config, progress=progress, on_mutants=progress.start)
+    if progress.bar is not None:
+        progress.bar.close()
     outputs = [(junit, lambda: reports.junit(report)), (markdown, lambda: reports.markdown(report)),
                (lcov, lambda: reports.lcov(report, Path.cwd())),
                (json_out, lambda: reports.json_report(report))]
