@@ -155,6 +155,7 @@ def counter(label: str, total: int) -> Callable[[int], None]:
         return lambda n: None
     done = 0
     lock = threading.Lock()
+    report(label, 0, total)  # the clock of the rate starts now
 
     def tick(n: int) -> None:
         nonlocal done

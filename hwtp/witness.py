@@ -22,6 +22,7 @@ from typing import Any
 from hwtp.design import Design
 from hwtp.errors import DesignError
 from hwtp.plan import Plan, Step, TestCase
+from hwtp.progress import counter
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
@@ -118,7 +119,9 @@ def find_witnesses(
             evaluations += [Evaluation(f"{r}:{mid}", compiled, k, stop_on_fail=False, cycles=cycles)
                             for mid, k in remaining.items()]
         job = Job(design, tuple(evaluations), limits=limits)
-        results = {r.id: r for r in run_parallel(build, job, config.jobs, deadline=deadline, drop_hung=True)}
+        tick = counter(f"witness search, rounds {first + 1}-{last}", len(evaluations))
+        ran = run_parallel(build, job, config.jobs, deadline=deadline, drop_hung=True, progress=tick)
+        results = {r.id: r for r in ran}
         for mid in list(remaining):
             reason = next((results[f"{r}:{mid}"].reason for r in stimuli
                            if results[f"{r}:{mid}"].fault == "hang"), None)

@@ -12,6 +12,7 @@ from hwtp import mutate as engine
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
 from hwtp.mutators.sites import FRONTENDS
+from hwtp.progress import Tasks, reporting
 
 
 def _line_range(text: str | None) -> tuple[int, int] | None:
@@ -130,7 +131,10 @@ def mutate(
         witness_timeout=witness_timeout,
         prefer_killable=prefer_killable,
     )
-    result = engine.mutate(loaded, config)
+    progress = Tasks()
+    with reporting(progress):  # the witness search's rounds
+        result = engine.mutate(loaded, config)
+    progress.close()
     path = engine.write(result, outdir)
     if not result.mutants:
         click.echo(f"{loaded.name}: no mutable site found (with these options); wrote an empty set to {path}")
