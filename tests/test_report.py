@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -240,3 +242,28 @@ def test_ci_report_in_chromium(tmp_path: Path, run_cli: Run_, open_page: Callabl
         for t in m["killed_by"] if m["status"] == "killed" else ():
             expected[t] = expected.get(t, 0) + 1
     assert dict(killed) == expected and expected
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@pytest.mark.sim
+def test_progress_is_plain_lines_on_stderr_when_not_a_tty(tmp_path: Path) -> None:
+    """``hwtp score`` in a pipe: stdout is only the command's output, stderr has whole lines with
+    the count, the rate and the time left (no carriage return, no escape sequence)."""
+    hwtp = [str(Path(sys.executable).with_name("hwtp"))]
+    mutants = tmp_path / "mutants"
+    done = subprocess.run([*hwtp, "mutate", "counter_en_load", "-n", "4", "-o", mutants], capture_output=True,
+                          text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    plans = ROOT / "designs" / "counter_en_load" / "plans"
+    done = subprocess.run([*hwtp, "score", mutants, "--plans", plans, "--json", tmp_path / "s.json"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "scoring" not in done.stdout and "\r" not in done.stderr and "\x1b" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("scoring: ")]
+    counts = [tuple(map(int, re.match(r"scoring: (\d+)/(\d+) ", line).groups())) for line in lines]  # type: ignore[union-attr]
+    total = counts[-1][1]
+    assert total > 1 and counts[-1] == (total, total) and lines[-1].endswith(" s"), done.stderr
+    assert [c[0] for c in counts] == sorted(c[0] for c in counts) and len(counts) > 1
+    assert all(re.search(r" [0-9.]+/s, \d+ (s|min) left$", line) for line in lines[:-1]), done.stderr
