@@ -13,11 +13,9 @@ both are indeterminate, reported and left out of the score::
 
 from __future__ import annotations
 
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -25,22 +23,12 @@ from typing import Any
 
 from hwtp import mutate as engine
 from hwtp.ci_config import CiConfig
-from hwtp.ci_runs import Processes, Run, TestOutcome, run_tests
+from hwtp.ci_runs import Run, run_tests
 from hwtp.errors import EXIT_INPUT, HwtpError
+from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
-
-__all__ = [
-    "CiConfig",
-    "CiReport",
-    "MutantResult",
-    "Run",
-    "Status",
-    "TestOutcome",
-    "TestbenchError",
-    "run_ci",
-    "run_tests",
-]
+from hwtp.sim.runner import EvalStatus
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
 GOLDEN_TIMEOUT_S = 300.0
@@ -64,6 +52,9 @@ class Status(str, Enum):
 
 
 INDETERMINATE = frozenset({Status.TIMEOUT, Status.ERROR})
+#: A mutant's status from its run's: the tests fail on it (killed) or pass (survived).
+_FROM_RUN = {EvalStatus.FAIL: Status.KILLED, EvalStatus.PASS: Status.SURVIVED, EvalStatus.TIMEOUT: Status.TIMEOUT,
+             EvalStatus.ERROR: Status.ERROR}
 
 
 @dataclass(frozen=True)
@@ -200,12 +191,12 @@ class CiReport:
 
 
 def _golden_problem(run: Run, config: CiConfig) -> str:
-    if run.status == "timeout":
+    if run.status == EvalStatus.TIMEOUT:
         return (
             f"the tests did not finish on the golden design within {run.seconds:.0f} s "
             f"(raise `timeout` in {config.source} or --timeout)"
         )
-    if run.status == "error":
+    if run.status == EvalStatus.ERROR:
         return (
             f"the tests did not run on the golden design (check tests.modules and tests.paths in "
             f"{config.source}): {run.reason}"
@@ -229,9 +220,7 @@ def _mutant_result(mutant_set: engine.MutantSet, m: engine.Mutant, run: Run | No
     reason: str | None = "proved equivalent by hwtp mutate"
     status, seconds = Status.EQUIVALENT, 0.0
     if run is not None:
-        status = {"fail": Status.KILLED, "pass": Status.SURVIVED, "timeout": Status.TIMEOUT, "error": Status.ERROR}[
-            run.status
-        ]
+        status = _FROM_RUN[run.status]
         killed_by = tuple(f"{t.module}.{t.name}" for t in run.failed)
         reason, seconds = run.reason, run.seconds
         if run.failed:
@@ -276,16 +265,16 @@ def run_ci(
         since=config.since,
         jobs=config.jobs,
         witness_cycles=0,
-        lint_args=config.build_arguments() if config.simulator == "verilator" else (),
+        simulator=config.simulator,
+        build=config.build,
     )
     mutant_set = engine.mutate(design, mutation)
     schemata, _ = engine.schemata_sources(mutant_set)
-    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build_arguments(), root=cache_root)
+    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build, root=cache_root)
     to_run = [m for m in mutant_set.valid if m.klass != "equivalent"]
-    processes = Processes()
-    with tempfile.TemporaryDirectory(prefix="hwtp-ci-", dir=workdir) as tmp:
+    with procs.tempdir("ci", workdir) as tmp:
         golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S)
-        if golden.status != "pass":
+        if golden.status != EvalStatus.PASS:
             raise TestbenchError(_golden_problem(golden, config))
         timeout_s = config.timeout_s or max(30.0, 10.0 * golden.seconds)
         if on_mutants:
@@ -293,23 +282,15 @@ def run_ci(
         lock = threading.Lock()
 
         def one(m: engine.Mutant) -> MutantResult:
-            run = run_tests(build, config, m.index, Path(tmp) / m.id, timeout_s, processes)
+            run = run_tests(build, config, m.index, Path(tmp) / m.id, timeout_s)
             result = _mutant_result(mutant_set, m, run)
             if progress:
                 with lock:
                     progress(result)
             return result
 
-        pool = ThreadPoolExecutor(max_workers=max(1, min(config.jobs, len(to_run) or 1)))
-        try:
-            futures = [pool.submit(one, m) for m in to_run]
-            ran = {r.id: r for r in (f.result() for f in futures)}
-        except BaseException:  # Ctrl-C or a failure: start nothing more, stop what runs
-            pool.shutdown(wait=False, cancel_futures=True)
-            processes.stop_all()
-            raise
-        finally:
-            pool.shutdown(wait=True)
+        # Ctrl-C or a failure: map_threads starts nothing more and stops what runs
+        ran = {r.id: r for r in procs.map_threads(one, to_run, min(config.jobs, len(to_run) or 1))}
     results = tuple(ran.get(m.id) or _mutant_result(mutant_set, m, None) for m in mutant_set.valid)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != "valid")
     return CiReport(

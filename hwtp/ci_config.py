@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from hwtp import yamlio
 from hwtp.design import (
@@ -45,9 +45,8 @@ from hwtp.design import (
 )
 from hwtp.errors import ConfigError, DesignError
 from hwtp.rtl import elaborate, module_names
+from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, backend_names
 
-Simulator = Literal["verilator", "icarus"]
-_SIMULATORS: tuple[Simulator, ...] = ("verilator", "icarus")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -75,10 +74,8 @@ class CiConfig:
     test_filter: str | None = None               # COCOTB_TEST_FILTER: regex of test names to run
     test_env: tuple[tuple[str, str], ...] = ()   # extra environment of the simulator process
     random_seed: int = 1                         # COCOTB_RANDOM_SEED: the same for golden and every mutant
-    simulator: Simulator = "verilator"
-    build_args: tuple[str, ...] = ()             # extra simulator build arguments
-    defines: tuple[tuple[str, str], ...] = ()    # preprocessor defines (-DNAME=VALUE)
-    parameters: tuple[tuple[str, str], ...] = ()  # top-level parameters (Verilator -G, Icarus -P)
+    simulator: str = DEFAULT_BACKEND             # a backend of hwtp.sim.backends
+    build: BuildOptions = NO_OPTIONS             # defines, parameters, arguments: the backend renders them
     n: int | None = 32                           # how many mutants (None: every site)
     operators: tuple[str, ...] = ()              # operator families or names (empty: all bug-injecting)
     seed: int = 0                                # mutant selection seed
@@ -101,17 +98,8 @@ class CiConfig:
             raise ConfigError(f"{self.source}: timeout (--timeout) must be a positive number of seconds")
         if self.min_score is not None and not 0.0 <= self.min_score <= 1.0:
             raise ConfigError(f"{self.source}: min_score (--min-score) must be from 0 to 1")
-        if self.simulator not in _SIMULATORS:
-            raise ConfigError(f"{self.source}: build.simulator must be one of {', '.join(_SIMULATORS)}")
-
-    def build_arguments(self) -> tuple[str, ...]:
-        """Extra build arguments: ``args``, then defines and parameters in the simulator's syntax."""
-        defines = [f"-D{k}={v}" for k, v in self.defines]
-        if self.simulator == "icarus":
-            params = [f"-P{self.top}.{k}={v}" for k, v in self.parameters]
-        else:
-            params = [f"-G{k}={v}" for k, v in self.parameters]
-        return (*self.build_args, *defines, *params)
+        if self.simulator not in backend_names():
+            raise ConfigError(f"{self.source}: build.simulator must be one of {', '.join(backend_names())}")
 
     def load_design(self) -> Design:
         """The design under test (ports elaborated from the RTL)."""
@@ -308,9 +296,9 @@ def _tests(r: _Reader, root: Path) -> dict[str, Any]:
 def _build_and_mutation(r: _Reader) -> dict[str, Any]:
     build = r.section(("build",))
     mutation = r.section(("mutation",))
-    simulator = build.get("simulator", "verilator")
-    if simulator not in _SIMULATORS:
-        raise r.error(("build", "simulator"), f"expected one of {', '.join(_SIMULATORS)}")
+    simulator = build.get("simulator", DEFAULT_BACKEND)
+    if simulator not in backend_names():
+        raise r.error(("build", "simulator"), f"expected one of {', '.join(backend_names())}")
     args = build.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise r.error(("build", "args"), "expected a list of strings")
@@ -319,9 +307,10 @@ def _build_and_mutation(r: _Reader) -> dict[str, Any]:
     if since is not None and (not isinstance(since, str) or since.startswith("-")):
         raise r.error(("mutation", "since"), "expected a git revision")
     return {
-        "simulator": simulator, "build_args": tuple(args),
-        "defines": r.pairs(("build", "defines"), build.get("defines"), names=True),
-        "parameters": r.pairs(("build", "parameters"), build.get("parameters"), names=True),
+        "simulator": simulator,
+        "build": BuildOptions(defines=r.pairs(("build", "defines"), build.get("defines"), names=True),
+                              parameters=r.pairs(("build", "parameters"), build.get("parameters"), names=True),
+                              args=tuple(args)),
         "n": n or None, "operators": r.str_list(("mutation", "operators"), mutation.get("operators")),
         "seed": r.number(("mutation", "seed"), mutation.get("seed", 0), int), "since": since,
     }

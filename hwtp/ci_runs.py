@@ -4,33 +4,40 @@
 ``+hwtp_mutant=<n>``), with the user's test modules and top module instead of hwtp's harness.
 cocotb does not fail the process when a test fails, so the outcome comes from the results
 file (``COCOTB_RESULTS_FILE``, JUnit XML): no file, or no test in it, is an ``error``; a
-process over the timeout is killed with everything it started (``timeout``).
+process over the timeout is killed with everything it started (``timeout``). The run's status
+is the runner's :class:`~hwtp.sim.runner.EvalStatus` (the same four outcomes of one run).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shlex
-import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
 from xml.etree import ElementTree
 
 from hwtp.ci_config import CiConfig
-from hwtp.errors import ToolchainError
 from hwtp.mutators.schemata import PLUSARG
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
-from hwtp.sim.runner import log_tail
+from hwtp.sim.runner import EvalStatus, log_tail
 
 log = logging.getLogger("hwtp.ci")
 _LOG_TAIL_LINES = 25
+
+
+class TestStatus(str, Enum):
+    """One cocotb test's result, as its results file says it."""
+
+    __test__ = False
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class TestOutcome:
 
     name: str
     module: str
-    status: Literal["passed", "failed", "skipped"]
+    status: TestStatus
     message: str = ""
     detail: str = ""             # the traceback cocotb recorded
 
@@ -50,14 +57,14 @@ class TestOutcome:
 class Run:
     """One simulator process: every test of the testbench on one state."""
 
-    status: Literal["pass", "fail", "timeout", "error"]
+    status: EvalStatus
     tests: tuple[TestOutcome, ...]
     seconds: float
     reason: str | None = None    # timeout/error: why, with the log tail
 
     @property
     def failed(self) -> tuple[TestOutcome, ...]:
-        return tuple(t for t in self.tests if t.status == "failed")
+        return tuple(t for t in self.tests if t.status == TestStatus.FAILED)
 
 
 def parse_results(path: Path) -> tuple[TestOutcome, ...]:
@@ -68,13 +75,13 @@ def parse_results(path: Path) -> tuple[TestOutcome, ...]:
         raise ValueError(f"cannot read the results file {path.name}: {exc}") from exc
     out = []
     for case in root.iter("testcase"):
-        status: Literal["passed", "failed", "skipped"] = "passed"
+        status = TestStatus.PASSED
         message, detail = "", ""
         for child in case:
             if child.tag in ("failure", "error"):
-                status = "failed"
-            elif child.tag == "skipped" and status == "passed":
-                status = "skipped"
+                status = TestStatus.FAILED
+            elif child.tag == "skipped" and status == TestStatus.PASSED:
+                status = TestStatus.SKIPPED
             else:
                 continue
             message, detail = child.get("message", ""), (child.text or "").strip()
@@ -84,8 +91,7 @@ def parse_results(path: Path) -> tuple[TestOutcome, ...]:
 
 def _environment(build: Build, config: CiConfig, results: Path) -> dict[str, str]:
     """The simulator process's environment: the user's tests and top instead of hwtp's harness."""
-    environ = build.backend.environment(config.top)
-    environ.pop("COCOTB_TRUST_INERTIAL_WRITES", None)  # run the tests as their own flow does
+    environ = build.backend.environment(config.top, harness=False)
     environ["COCOTB_TEST_MODULES"] = ",".join(config.test_modules)
     environ["COCOTB_TOPLEVEL"] = config.top
     paths = [*(str(p) for p in config.test_paths), environ.get("PYTHONPATH", "")]
@@ -100,79 +106,30 @@ def _environment(build: Build, config: CiConfig, results: Path) -> dict[str, str
     return environ
 
 
-class Processes:
-    """The simulator processes running now, so an interrupted run can stop them all."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._live: set[subprocess.Popen[bytes]] = set()
-        self.stopped = False
-
-    def start(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-        with self._lock:
-            if self.stopped:
-                raise InterruptedError("stopped")
-            log.debug("$ %s", shlex.join(argv))
-            try:
-                proc = procs.spawn(argv, **kwargs)  # its own group, which dies with hwtp
-            except OSError as exc:
-                raise ToolchainError(f"cannot start the simulator {argv[0]}: {exc.strerror}") from exc
-            self._live.add(proc)
-            return proc
-
-    def finish(self, proc: subprocess.Popen[bytes], kill: bool) -> None:
-        if kill:
-            _kill(proc)
-        procs.done(proc)
-        with self._lock:
-            self._live.discard(proc)
-
-    def stop_all(self) -> None:
-        with self._lock:
-            self.stopped = True
-            procs = list(self._live)
-        for proc in procs:
-            _kill(proc)
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill a simulator and whatever it started (it leads its own process group)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeout_s: float,
-              processes: Processes | None = None) -> Run:
-    """Run the user's tests on state ``mutant`` (0 = golden) in a fresh simulator process."""
-    processes = processes or Processes()
+def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeout_s: float) -> Run:
+    """Run the user's tests on state ``mutant`` (0 = golden) in a fresh simulator process,
+    started, watched and killed by :mod:`hwtp.sim.procs` (so an interrupt stops it too)."""
     workdir = workdir.resolve()  # the simulator runs in workdir: every path it gets is absolute
     workdir.mkdir(parents=True, exist_ok=True)
     results, log_path = workdir / "results.xml", workdir / "sim.log"
     argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}={mutant}"])
+    log.debug("$ %s", shlex.join(argv))
     start = time.perf_counter()
-    with log_path.open("w", encoding="utf-8") as out:
-        proc = processes.start(argv, cwd=workdir, env=_environment(build, config, results), stdout=out,
-                               stderr=subprocess.STDOUT)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            processes.finish(proc, kill=True)
-            seconds = time.perf_counter() - start
-            return Run("timeout", (), seconds, f"stopped after the {timeout_s:g} s timeout")
-        except BaseException:
-            processes.finish(proc, kill=True)
-            raise
-        processes.finish(proc, kill=False)
+    with log_path.open("w", encoding="utf-8") as out, procs.supervised(
+        argv, cwd=workdir, env=_environment(build, config, results), stdout=out, stderr=subprocess.STDOUT
+    ) as proc:
+        finished = procs.wait(proc, timeout_s)
     seconds = time.perf_counter() - start
+    if not finished:
+        return Run(EvalStatus.TIMEOUT, (), seconds, f"stopped after the {timeout_s:g} s timeout")
+    tail = log_tail(log_path, _LOG_TAIL_LINES)
     if not results.is_file():
-        why = f"no results file (exit code {proc.returncode})"
-        return Run("error", (), seconds, f"{why}; log tail:\n{log_tail(log_path, _LOG_TAIL_LINES)}")
+        return Run(EvalStatus.ERROR, (), seconds, f"no results file (exit code {proc.returncode}); log tail:\n{tail}")
     try:
         tests = parse_results(results)
     except ValueError as exc:
-        return Run("error", (), seconds, f"{exc}; log tail:\n{log_tail(log_path, _LOG_TAIL_LINES)}")
+        return Run(EvalStatus.ERROR, (), seconds, f"{exc}; log tail:\n{tail}")
     if not tests:
-        return Run("error", (), seconds, f"no cocotb test ran; log tail:\n{log_tail(log_path, _LOG_TAIL_LINES)}")
-    status: Literal["pass", "fail"] = "fail" if any(t.status == "failed" for t in tests) else "pass"
-    return Run(status, tests, seconds)
+        return Run(EvalStatus.ERROR, (), seconds, f"no cocotb test ran; log tail:\n{tail}")
+    failed = any(t.status == TestStatus.FAILED for t in tests)
+    return Run(EvalStatus.FAIL if failed else EvalStatus.PASS, tests, seconds)

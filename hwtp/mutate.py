@@ -2,7 +2,7 @@
 
 Selection spreads over operator families and source lines (seeded); tree mutation mutates
 valid mutants again; equivalent variants come from semantics-preserving operators; every
-candidate is linted by Verilator and duplicates are rejected; killability comes from the
+candidate is linted by the simulator backend and duplicates are rejected; killability comes from the
 witness search (:mod:`hwtp.witness`). The records and the mutant directory live in
 :mod:`hwtp.mutantset` (re-exported here).
 """
@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import logging
 import random
-import subprocess
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import pyslang
@@ -38,7 +36,8 @@ from hwtp.mutators.schemata import standalone
 from hwtp.mutators.site import Site
 from hwtp.mutators.sites import FRONTENDS, site_finder
 from hwtp.plan import Plan
-from hwtp.sim import procs, toolchain
+from hwtp.sim import procs
+from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, get_backend
 
 __all__ = [
     "MUTANTS_JSON",
@@ -57,7 +56,6 @@ __all__ = [
 
 
 log = logging.getLogger("hwtp.mutate")
-_LINT_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,8 @@ class MutationConfig:
     eval_timeout: float = 3.0  # wall-clock s per witness evaluation; over it: non-terminating
     witness_timeout: float = 300.0  # wall-clock s for a whole witness search
     prefer_killable: bool = True  # over-sample 2x and keep provably killable mutants first
-    lint_args: tuple[str, ...] = ()  # the design's own Verilator arguments (-D, -I, -G) for validation
+    simulator: str = DEFAULT_BACKEND  # the backend that lints every candidate (the one that will build them)
+    build: BuildOptions = NO_OPTIONS  # the design's own defines, parameters and arguments, for the lint
 
     def __post_init__(self) -> None:
         if self.n is not None and self.n < 1:
@@ -142,45 +141,13 @@ def select_sites(sites: Sequence[Site], n: int | None, seed: int) -> list[Site]:
     return sorted(picked)
 
 
-def _lint(design: Design, sources: Sequence[SourceFile], args: Sequence[str] = ()) -> str | None:
-    """None when Verilator accepts the sources (width warnings not fatal), else the reason.
-
-    ``args`` are the design's own build arguments (defines, include folders, parameters).
-    """
-    tool = toolchain.find_verilator()
-    with procs.tempdir("lint") as tmp:
-        paths = []
-        for src in sources:
-            path = Path(tmp) / src.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(src.text, encoding="utf-8")
-            paths.append(str(path))
-        argv = [
-            str(tool.executable),
-            "--lint-only",
-            "-Wno-fatal",
-            "-Wno-lint",
-            "-Wno-style",
-            "--top-module",
-            design.top,
-            *args,
-            *paths,
-        ]
-        try:
-            out = procs.run(
-                argv, timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
-                env=toolchain.simulator_environment(tool), cwd=tmp,
-            )
-        except subprocess.TimeoutExpired:
-            return f"Verilator lint did not finish within {_LINT_TIMEOUT_S} s"
-    if out.returncode == 0:
-        return None
-    errors = [ln for ln in (out.stderr + out.stdout).splitlines() if "%Error" in ln]
-    return (errors[0] if errors else "Verilator lint failed").replace(tmp + "/", "")
+def _lint(design: Design, sources: Sequence[SourceFile], config: MutationConfig) -> str | None:
+    """None when the simulator accepts the sources (width warnings not fatal), else the reason."""
+    return get_backend(config.simulator).lint(sources, design.top, config.build)
 
 
-def _lint_together(design: Design, candidates: list[Mutant], args: Sequence[str] = ()) -> str | None:
-    """Lint every candidate at once, through their schemata; None when Verilator accepts it.
+def _lint_together(design: Design, candidates: list[Mutant], config: MutationConfig) -> str | None:
+    """Lint every candidate at once, through their schemata; None when the simulator accepts it.
 
     The schemata holds each candidate's code exactly as its standalone source has it, so
     one lint vouches for all of them; when it fails, :func:`_validate` lints each candidate
@@ -191,7 +158,7 @@ def _lint_together(design: Design, candidates: list[Mutant], args: Sequence[str]
         sources, excluded = schemata_sources(MutantSet(design, 0, tuple(numbered)))
     except ValueError as exc:
         return str(exc)
-    return "cannot share the schemata build" if excluded else _lint(design, sources, args)
+    return "cannot share the schemata build" if excluded else _lint(design, sources, config)
 
 
 def _keeps_shape(design: Design, site: Site) -> bool:
@@ -226,7 +193,7 @@ def _keeps_shape(design: Design, site: Site) -> bool:
     return found
 
 
-def _validate(design: Design, candidates: list[Mutant], jobs: int, args: Sequence[str] = ()) -> list[Mutant]:
+def _validate(design: Design, candidates: list[Mutant], config: MutationConfig) -> list[Mutant]:
     """Reject duplicates (same text as golden or an earlier mutant) and what does not compile."""
     texts: dict[tuple[str, ...], str] = {tuple(s.text for s in design.sources): "golden"}
     staged = MutantSet(design, 0, tuple(candidates))
@@ -245,10 +212,10 @@ def _validate(design: Design, candidates: list[Mutant], jobs: int, args: Sequenc
         else:
             texts[key] = m.id
             to_lint.append(m)
-    if to_lint and _lint_together(design, to_lint, args) is None:
+    if to_lint and _lint_together(design, to_lint, config) is None:
         reasons: list[str | None] = [None] * len(to_lint)
     else:
-        reasons = procs.map_threads(lambda m: _lint(design, staged.sources_of(m), args), to_lint, jobs)
+        reasons = procs.map_threads(lambda m: _lint(design, staged.sources_of(m), config), to_lint, config.jobs)
     for m, reason in zip(to_lint, reasons, strict=True):
         out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]
@@ -302,19 +269,19 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
     pool = _find(design, config)
     oversample = bool(config.witness_cycles and config.n is not None and config.prefer_killable)
     first = select_sites(pool, config.n * 2 if oversample and config.n else config.n, config.seed)
-    checked = _validate(design, [_record(i, (s,)) for i, s in enumerate(first, start=1)], config.jobs, config.lint_args)
+    checked = _validate(design, [_record(i, (s,)) for i, s in enumerate(first, start=1)], config)
     witnesses: dict[str, Plan] = {}
     if oversample:
         checked, witnesses = _keep_killable_first(design, config, checked)
     level = [m for m in checked if m.status == "valid"]
     for _ in range(config.depth - 1):
-        children = _validate(design, _children(level, pool, config, len(checked) + 1), config.jobs, config.lint_args)
+        children = _validate(design, _children(level, pool, config, len(checked) + 1), config)
         checked += children
         level = [m for m in children if m.status == "valid"]
     if config.equivalents:
         eq_sites = select_sites(_find(design, config, ("equivalent",)), config.equivalents, config.seed)
         eq = [_record(len(checked) + i, (s,), klass="equivalent") for i, s in enumerate(eq_sites, start=1)]
-        checked += _validate(design, eq, config.jobs, config.lint_args)
+        checked += _validate(design, eq, config)
     if config.include_widths:
         checked = _reject_width_sites(design, config, checked)
     result = _number(design, config.seed, checked)

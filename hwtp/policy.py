@@ -22,7 +22,7 @@ from hwtp.errors import ConfigError, PolicyError
 from hwtp.mutate import MutantSet, schemata_sources
 from hwtp.plan import to_data
 from hwtp.planset import PLAN_INDEX
-from hwtp.sim.backends import get_backend
+from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import run_job
@@ -97,7 +97,7 @@ class RandomPolicy:
         ]
         flat = [s for per_state in stimuli for s in per_state]
         schemata, _ = schemata_sources(self.mutant_set)
-        build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP)
+        build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
         evaluations = tuple(
             Evaluation(f"s{i}", compile_plan(s, design), 0, stop_on_fail=False, cycles=plan_cycles(s, design))
             for i, s in enumerate(flat)

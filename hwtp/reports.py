@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from xml.etree.ElementTree import Element, SubElement, tostring
 
-from hwtp.ci import CiReport, MutantResult, Status
+from hwtp.ci import INDETERMINATE, CiReport, MutantResult, Status
 
 _XML_INVALID = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TABLE_CHANGE_WIDTH = 100
@@ -69,7 +69,7 @@ def survivors_table(report: CiReport) -> str:
         out = [f"survivors ({len(rows)}):"]
         for row in [header, *rows]:
             out.append("  " + "  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
-    odd = [m for m in report.mutants if m.status in (Status.TIMEOUT, Status.ERROR)]
+    odd = [m for m in report.mutants if m.status in INDETERMINATE]
     if odd:
         out.append(f"indeterminate ({len(odd)}, not counted):")
         for m in odd:
@@ -165,7 +165,7 @@ def markdown(report: CiReport) -> str:
         lines += ["", "<details><summary>Diffs of the survivors</summary>", "", f"{fence}diff"]
         lines += [m.diff.rstrip("\n") for m in report.survivors]
         lines += [fence, "", "</details>", ""]
-    odd = [m for m in report.mutants if m.status in (Status.TIMEOUT, Status.ERROR)]
+    odd = [m for m in report.mutants if m.status in INDETERMINATE]
     if odd:
         lines += [f"### Indeterminate ({len(odd)}, not counted)", "", "| mutant | status | location |",
                   "|---|---|---|"]

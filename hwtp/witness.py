@@ -23,7 +23,7 @@ from hwtp.design import Design
 from hwtp.errors import DesignError
 from hwtp.plan import Plan, Step, TestCase
 from hwtp.progress import counter
-from hwtp.sim.backends import get_backend
+from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_parallel
@@ -99,7 +99,7 @@ def find_witnesses(
     once), then the rest of the budget in one go for the survivors. Process start-up, not
     simulation, is what costs: one process per round would dominate.
     """
-    build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
     deadline = time.monotonic() + config.total_s
     rounds = max(1, config.cycles // _round_cost(design, config.stimulus))
     remaining = dict(mutants)

@@ -1,29 +1,57 @@
 """Simulator backends behind one small interface, with a name registry.
 
-A backend builds a set of sources into a simulator executable (in a folder the build cache
-owns) and says how to start it with the cocotb harness. Verilator is the default; Icarus is
-available when ``iverilog`` is installed.
+A backend owns everything simulator-specific: it renders :class:`BuildOptions` (defines,
+parameters, extra arguments) into its own flags, lints sources, builds them into a simulator
+executable (in a folder the build cache owns), says how to start it with the cocotb harness
+and in which environment, and reports itself to ``hwtp doctor``. Nothing else in hwtp names a
+simulator: adding one is one class here, registered in ``_BACKENDS``, plus its tests.
+Verilator is the default (:data:`DEFAULT_BACKEND`); Icarus is available when ``iverilog`` is
+installed.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+import cocotb_tools.config as cocotb_config
+import find_libpython
+
 from hwtp import env
+from hwtp.design import SourceFile
 from hwtp.errors import DesignError, ToolchainError
 from hwtp.sim import procs, toolchain
+from hwtp.sim.toolchain import Probe
 
 HARNESS_MODULE = "hwtp.sim.harness"
 #: Changing how builds are made invalidates cached builds.
 BUILD_ABI = "1"
+#: The backend hwtp builds and lints with unless told otherwise.
+DEFAULT_BACKEND = "verilator"
+_LINT_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What a build gets besides its sources and top, in no simulator's syntax: each backend
+    renders it into its own flags (:meth:`Backend.arguments`)."""
+
+    defines: tuple[tuple[str, str], ...] = ()     # preprocessor defines: NAME, VALUE
+    parameters: tuple[tuple[str, str], ...] = ()  # the top module's parameters: NAME, VALUE
+    args: tuple[str, ...] = ()                    # extra arguments in the backend's own syntax, as given
+
+
+#: No defines, parameters or arguments.
+NO_OPTIONS = BuildOptions()
 
 
 class Backend(Protocol):
@@ -36,21 +64,36 @@ class Backend(Protocol):
     def fingerprint(self) -> str:
         """Toolchain identity that goes into the build-cache key."""
 
-    def build(self, sources: Sequence[Path], top: str, build_dir: Path, extra_args: Sequence[str]) -> None:
+    def arguments(self, top: str, options: BuildOptions) -> list[str]:
+        """``options`` as this simulator's flags (they go into the build-cache key too)."""
+
+    def build(self, sources: Sequence[Path], top: str, build_dir: Path, options: BuildOptions) -> None:
         """Compile ``sources`` (paths relative to ``build_dir``) with top module ``top``
         into ``build_dir``, running in ``build_dir``."""
+
+    def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
+        """None when the simulator accepts ``sources`` with top ``top`` (warnings are not
+        fatal), else the first error, with paths relative to the sources' folder."""
+
+    def probe(self) -> Probe:
+        """What ``hwtp doctor`` says about this backend."""
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
         """argv that starts the simulation of a build."""
 
-    def environment(self, top: str) -> dict[str, str]:
-        """Environment of the simulator process (without the job variables)."""
+    def environment(self, top: str, harness: bool = True) -> dict[str, str]:
+        """Environment of the simulator process (without the job variables): for hwtp's harness,
+        or (``harness=False``) for the user's own cocotb tests, as their own flow runs them
+        (the caller names the test modules)."""
+
+
+def _cocotb_version() -> str:
+    # The installed distribution's version, as ``cocotb.__version__`` says it, without
+    # importing cocotb (which imports pytest: 0.2 s on every hwtp command).
+    return importlib.metadata.version("cocotb")
 
 
 def _cocotb_environment(top: str, base: dict[str, str]) -> dict[str, str]:
-    import cocotb_tools.config as cocotb_config
-    import find_libpython
-
     libpython = find_libpython.find_libpython()
     if libpython is None:
         raise ToolchainError("cannot find libpython for cocotb; install the Python shared library")
@@ -78,10 +121,7 @@ def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Pa
     with log.open("a", encoding="utf-8") as fh:
         fh.write(f"$ {shlex.join(argv)}\n")
         fh.flush()
-        try:
-            proc = procs.run(argv, cwd=cwd, env=environ, stdout=fh, stderr=subprocess.STDOUT)
-        except OSError as exc:
-            raise ToolchainError(f"cannot run {argv[0]}: {exc.strerror}") from exc
+        proc = procs.run(argv, cwd=cwd, env=environ, stdout=fh, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         text = log.read_text(encoding="utf-8", errors="replace")
         errors = [ln for ln in text.splitlines() if "%Error" in ln or "error:" in ln]
@@ -92,6 +132,28 @@ def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Pa
         raise ToolchainError(f"{what} failed (exit code {proc.returncode}): {first.strip()} (full log: {log})")
 
 
+def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], environ: dict[str, str],
+              error: re.Pattern[str]) -> str | None:
+    """Write ``sources`` to a temporary folder, run ``argv`` + their paths there, and return
+    None when it exits 0, else its first line matching ``error`` (paths made relative)."""
+    with procs.tempdir("lint") as tmp:
+        paths = []
+        for src in sources:
+            path = Path(tmp) / src.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(src.text, encoding="utf-8")
+            paths.append(str(path))
+        try:
+            out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
+                            env=environ, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return f"{what} lint did not finish within {_LINT_TIMEOUT_S} s"
+    if out.returncode == 0:
+        return None
+    errors = [ln for ln in (out.stderr + out.stdout).splitlines() if error.search(ln)]
+    return (errors[0].strip() if errors else f"{what} lint failed").replace(tmp + "/", "")
+
+
 @dataclass(frozen=True)
 class VerilatorBackend:
     """Verilator through cocotb's VPI library (the default backend)."""
@@ -100,13 +162,26 @@ class VerilatorBackend:
 
     def fingerprint(self) -> str:
         tool = toolchain.find_verilator()
-        import cocotb
+        return f"verilator-{tool.version_text}-cocotb-{_cocotb_version()}-abi{BUILD_ABI}"
 
-        return f"verilator-{tool.version_text}-cocotb-{cocotb.__version__}-abi{BUILD_ABI}"
+    def arguments(self, top: str, options: BuildOptions) -> list[str]:
+        return [*options.args, *(f"-D{k}={v}" for k, v in options.defines),
+                *(f"-G{k}={v}" for k, v in options.parameters)]
 
-    def build(self, sources: Sequence[Path], top: str, build_dir: Path, extra_args: Sequence[str]) -> None:
-        import cocotb_tools.config as cocotb_config
+    def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
+        tool = toolchain.find_verilator()
+        argv = [str(tool.executable), "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", top,
+                *self.arguments(top, options)]
+        return _run_lint("Verilator", argv, sources, toolchain.simulator_environment(tool), re.compile("%Error"))
 
+    def probe(self) -> Probe:
+        try:
+            tool = toolchain.find_verilator()
+        except ToolchainError as exc:
+            return Probe(self.name, None, detail=str(exc))
+        return Probe(self.name, tool.version_text, tool.executable, tool.source)
+
+    def build(self, sources: Sequence[Path], top: str, build_dir: Path, options: BuildOptions) -> None:
         tool = toolchain.find_verilator()
         libs = cocotb_config.libs_dir
         argv = [
@@ -134,7 +209,7 @@ class VerilatorBackend:
             "0",
             "--x-initial",
             "0",
-            *extra_args,
+            *self.arguments(top, options),
             str(cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"),
             *(str(s) for s in sources),
         ]
@@ -163,10 +238,14 @@ class VerilatorBackend:
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
         return [str(build_dir / top), *plusargs]
 
-    def environment(self, top: str) -> dict[str, str]:
+    def environment(self, top: str, harness: bool = True) -> dict[str, str]:
         environ = _cocotb_environment(top, toolchain.simulator_environment())
-        environ["COCOTB_TRUST_INERTIAL_WRITES"] = "1"
+        if harness:  # hwtp's harness runs with cocotb trusting Verilator's own inertial writes
+            environ["COCOTB_TRUST_INERTIAL_WRITES"] = "1"
         return environ
+
+
+_ICARUS_HINT = "install it for build.simulator: icarus (Debian: apt-get install iverilog)"
 
 
 @dataclass(frozen=True)
@@ -176,19 +255,34 @@ class IcarusBackend:
     name: str = "icarus"
 
     def _exe(self, name: str) -> str:
-        found = toolchain.icarus()
+        found = shutil.which("iverilog")
         if found is None:
-            raise ToolchainError("Icarus Verilog not found; install it (Debian: apt-get install iverilog)")
-        return str(found.parent / name)
+            raise ToolchainError(f"Icarus Verilog not found; {_ICARUS_HINT}")
+        return str(Path(found).parent / name)
 
-    def fingerprint(self) -> str:
+    def _version(self) -> str:
         out = procs.run([self._exe("iverilog"), "-V"], timeout=60, capture_output=True, text=True)
         match = re.search(r"version\s+(\S+)", out.stdout + out.stderr)
-        import cocotb
+        return match.group(1) if match else "unknown"
 
-        return f"icarus-{match.group(1) if match else 'unknown'}-cocotb-{cocotb.__version__}-abi{BUILD_ABI}"
+    def fingerprint(self) -> str:
+        return f"icarus-{self._version()}-cocotb-{_cocotb_version()}-abi{BUILD_ABI}"
 
-    def build(self, sources: Sequence[Path], top: str, build_dir: Path, extra_args: Sequence[str]) -> None:
+    def arguments(self, top: str, options: BuildOptions) -> list[str]:
+        return [*options.args, *(f"-D{k}={v}" for k, v in options.defines),
+                *(f"-P{top}.{k}={v}" for k, v in options.parameters)]
+
+    def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
+        argv = [self._exe("iverilog"), "-g2012", "-t", "null", "-s", top, *self.arguments(top, options)]
+        return _run_lint("Icarus", argv, sources, env.base_environment(), re.compile(r"error", re.IGNORECASE))
+
+    def probe(self) -> Probe:
+        try:
+            return Probe(self.name, self._version(), Path(self._exe("iverilog")), "path")
+        except ToolchainError:
+            return Probe(self.name, None, detail=_ICARUS_HINT)
+
+    def build(self, sources: Sequence[Path], top: str, build_dir: Path, options: BuildOptions) -> None:
         timescale = build_dir / "timescale.v"
         timescale.write_text("`timescale 1ns/1ps\n", encoding="utf-8")
         argv = [
@@ -198,15 +292,13 @@ class IcarusBackend:
             str(build_dir / "sim.vvp"),
             "-s",
             top,
-            *extra_args,
+            *self.arguments(top, options),
             str(timescale),
             *(str(s) for s in sources),
         ]
         _run_build_step(argv, build_dir, env.base_environment(), build_dir / "build.log", "Icarus")
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
-        import cocotb_tools.config as cocotb_config
-
         return [
             self._exe("vvp"),
             "-m",
@@ -216,11 +308,11 @@ class IcarusBackend:
             "-none",
         ]
 
-    def environment(self, top: str) -> dict[str, str]:
+    def environment(self, top: str, harness: bool = True) -> dict[str, str]:
         return _cocotb_environment(top, env.base_environment())
 
 
-_BACKENDS: dict[str, type[VerilatorBackend] | type[IcarusBackend]] = {
+_BACKENDS: dict[str, Callable[[], Backend]] = {
     "verilator": VerilatorBackend,
     "icarus": IcarusBackend,
 }
@@ -229,11 +321,22 @@ _BACKENDS: dict[str, type[VerilatorBackend] | type[IcarusBackend]] = {
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; fails listing the valid names."""
     try:
-        backend: Backend = _BACKENDS[name]()
+        make = _BACKENDS[name]
     except KeyError:
         raise DesignError(f"unknown simulator {name!r} (valid: {', '.join(sorted(_BACKENDS))})") from None
-    return backend
+    return make()
+
+
+def default_backend() -> Backend:
+    """The backend hwtp builds and lints with unless told otherwise (:data:`DEFAULT_BACKEND`)."""
+    return get_backend(DEFAULT_BACKEND)
 
 
 def backend_names() -> list[str]:
     return sorted(_BACKENDS)
+
+
+def probe_all() -> list[Probe]:
+    """Every backend as ``hwtp doctor`` reports it, the default first."""
+    names = [DEFAULT_BACKEND, *(n for n in sorted(_BACKENDS) if n != DEFAULT_BACKEND)]
+    return [replace(get_backend(n).probe(), required=n == DEFAULT_BACKEND) for n in names]

@@ -1,8 +1,8 @@
 """The build cache: one simulator build per content hash, shared across runs and processes.
 
-The key covers the sources (names and text), the top module, the extra build arguments and
-the toolchain fingerprint. A build happens under an exclusive file lock, in a private
-folder (``.tmp-PID-NAME-*`` next to the cache entries) that is renamed into place, in one
+The key covers the sources (names and text), the top module, the build options (as the
+backend renders them) and the toolchain fingerprint. A build happens under an exclusive file
+lock, in a private folder (``.tmp-PID-NAME-*`` next to the cache entries) that is renamed into place, in one
 atomic step, only once it is complete: a build folder in the cache is always finished, and
 an interrupted build leaves nothing another process would use or delete under a running
 build. Private folders of dead processes (``kill -9``) are removed by the next build; two
@@ -25,7 +25,7 @@ from pathlib import Path
 from hwtp import env
 from hwtp.design import SourceFile
 from hwtp.sim import procs
-from hwtp.sim.backends import Backend
+from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions
 
 _MARKER = "hwtp-build.json"
 
@@ -42,9 +42,9 @@ class Build:
     seconds: float
 
 
-def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, extra_args: Sequence[str]) -> str:
+def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps([backend.fingerprint(), top, list(extra_args)]).encode())
+    h.update(json.dumps([backend.fingerprint(), top, backend.arguments(top, options)]).encode())
     for src in sources:
         h.update(f"\0{src.path}\0{len(src.text)}\0".encode())
         h.update(src.text.encode())
@@ -59,11 +59,11 @@ def ensure_build(
     backend: Backend,
     sources: Sequence[SourceFile],
     top: str,
-    extra_args: Sequence[str] = (),
+    options: BuildOptions = NO_OPTIONS,
     root: Path | None = None,
 ) -> Build:
     """Return the build of ``sources``, building it unless the cache already has it."""
-    key = build_key(backend, sources, top, extra_args)
+    key = build_key(backend, sources, top, options)
     base = (root or default_root()).expanduser().resolve()
     base.mkdir(parents=True, exist_ok=True)
     folder = base / f"{backend.name}-{key[:24]}"
@@ -83,7 +83,7 @@ def ensure_build(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(src.text, encoding="utf-8")
                 paths.append(target.relative_to(work))
-            backend.build(paths, top, work, extra_args)
+            backend.build(paths, top, work, options)
             seconds = time.perf_counter() - start
             (work / _MARKER).write_text(
                 json.dumps({"key": key, "top": top, "backend": backend.name, "seconds": seconds}), encoding="utf-8"

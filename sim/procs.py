@@ -1,12 +1,23 @@
-"""Child processes of hwtp: each in its own process group, all killed together.
+"""The process supervisor: every child process of hwtp is started, watched and killed here.
 
 Every simulator, build step and lint runs under :mod:`hwtp.sim.reaper` in a new session
-(``start_new_session=True``; no ``preexec_fn``, which is unsafe in a threaded process). The
-group dies with hwtp however hwtp ends: on a timeout or an interrupt hwtp kills the group;
-on ``kill -9`` the reaper's parent-death signal does. :func:`stop_all` (called when the main
-thread is interrupted) kills every live group and refuses new processes, so worker threads
-wind down at once and no new simulator starts. Temporary folders carry hwtp's process id;
-those of dead hwtp processes are removed the next time one is made.
+(``start_new_session=True``; no ``preexec_fn``, which is unsafe in a threaded process), so
+it leads a process group that holds everything it starts. The group dies with hwtp however
+hwtp ends: on a timeout or an interrupt hwtp kills the group; on ``kill -9`` the reaper's
+parent-death signal does. That signal follows the *thread* that started the process: a
+process that outlives one call (a warm simulator) is started by a thread that lives as long
+as it does.
+
+- :func:`supervised` starts a process and, however the block ends, kills its group if it
+  still runs, reaps it and forgets it; :func:`wait` waits for it with a timeout;
+  :func:`run` is :func:`subprocess.run` on top of them; :func:`kill` ends a group early.
+- :func:`stop_all` (when the main thread is interrupted, or a thread of
+  :func:`map_threads` fails) kills every live group and refuses new processes, so worker
+  threads wind down at once and no new simulator starts; :func:`check` raises
+  :class:`Interrupted` in a thread once that happened.
+
+Temporary folders carry hwtp's process id; those of dead hwtp processes are removed the next
+time one is made.
 """
 
 from __future__ import annotations
@@ -19,10 +30,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+
+from hwtp.errors import ToolchainError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,26 +59,54 @@ def wrap(argv: Sequence[str]) -> list[str]:
 
 
 def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
-    """Start ``argv`` as the leader of a new process group; refused once hwtp is stopping."""
+    """Start ``argv`` as the leader of a new process group; refused once hwtp is stopping.
+    The caller ends it with :func:`kill` (or uses :func:`supervised`)."""
     with _lock:
-        if _stop.is_set():
-            raise Interrupted("hwtp is stopping")
-        proc: subprocess.Popen[Any] = subprocess.Popen(wrap(argv), start_new_session=True, **kwargs)
+        check()
+        try:
+            proc: subprocess.Popen[Any] = subprocess.Popen(wrap(argv), start_new_session=True, **kwargs)
+        except OSError as exc:
+            raise ToolchainError(f"cannot start {argv[0]}: {exc.strerror}") from exc
         _live.add(proc)
     return proc
 
 
+@contextlib.contextmanager
+def supervised(argv: Sequence[str], **kwargs: Any) -> Iterator[subprocess.Popen[Any]]:
+    """``with supervised(argv, ...) as proc:`` starts ``argv`` (:func:`spawn`); however the
+    block ends (done, a timeout, an exception, an interrupt) the group is killed if it still
+    runs, the process reaped and forgotten."""
+    proc = spawn(argv, **kwargs)
+    try:
+        yield proc
+    finally:
+        kill(proc)
+
+
+def wait(proc: subprocess.Popen[Any], timeout: float) -> bool:
+    """Wait up to ``timeout`` s for ``proc`` to exit: True when it has, False when it still
+    runs. Raises :class:`Interrupted` when hwtp is stopping (its group was killed)."""
+    try:
+        proc.wait(timeout=timeout)
+        finished = True
+    except subprocess.TimeoutExpired:
+        finished = False
+    check()
+    return finished
+
+
+def check() -> None:
+    """Raise :class:`Interrupted` once hwtp is stopping (a worker thread's way out)."""
+    if _stop.is_set():
+        raise Interrupted("hwtp is stopping")
+
+
 def kill(proc: subprocess.Popen[Any]) -> None:
-    """Kill ``proc`` and its whole group, and reap it."""
+    """Kill ``proc`` and its whole group unless it has exited, reap it and forget it."""
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # the leader is not reaped yet: the group is ours
     proc.wait()
-    done(proc)
-
-
-def done(proc: subprocess.Popen[Any]) -> None:
-    """Forget a process that has exited."""
     with _lock:
         _live.discard(proc)
 
@@ -75,18 +116,9 @@ def run(argv: Sequence[str], timeout: float | None = None, **kwargs: Any) -> sub
     or an interrupt. Raises :class:`subprocess.TimeoutExpired` after killing it."""
     if kwargs.pop("capture_output", False):
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
-    proc = spawn(argv, **kwargs)
-    try:
+    with supervised(argv, **kwargs) as proc:
         out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        kill(proc)
-        raise
-    done(proc)
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
-
-
-def stopping() -> bool:
-    return _stop.is_set()
 
 
 def stop_all() -> None:

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -39,42 +40,56 @@ _POLL_S = 0.05
 _SHUTDOWN_S = 10.0
 
 
+class EvalStatus(str, Enum):
+    """What one simulator run of tests gave: an evaluation of a plan on one state, or a
+    ``hwtp ci`` run of the user's testbench on one state."""
+
+    PASS = "pass"  # noqa: S105  (a status, not a password)
+    FAIL = "fail"
+    TIMEOUT = "timeout"  # over its wall-clock budget (or not run: see the fault)
+    ERROR = "error"  # the simulator process died or wrote no result
+
+
+class Fault(str, Enum):
+    """Why a ``timeout``/``error`` happened, when it is known."""
+
+    HANG = "hang"  # the evaluation exceeded its wall-clock budget
+    DESIGN = "design"  # the design stopped the simulator
+    BUDGET = "budget"  # not run: the caller's overall time budget was spent
+
+
 @dataclass(frozen=True)
 class EvalResult:
-    """What one evaluation gave: ``pass``, ``fail``, ``timeout`` or ``error``.
-
-    ``fault`` says why a ``timeout``/``error`` happened when it is known: ``hang`` (the
-    evaluation exceeded its wall-clock budget), ``design`` (the design stopped the
-    simulator), ``budget`` (not run: the caller's overall time budget was spent)."""
+    """What one evaluation gave, and why when it is a ``timeout``/``error`` (``fault``)."""
 
     id: str
-    status: str
+    status: EvalStatus
     first: dict[str, Any] | None = None
     tests: tuple[dict[str, Any], ...] = ()
     cycles: int = 0
     reason: str | None = None
     seconds: float = 0.0  # time the harness spent on it, inside the simulator
-    fault: str | None = None
+    fault: Fault | None = None
 
     def as_line(self) -> dict[str, Any]:
         """The JSON form the harness writes (and the run store keeps)."""
-        line = {"id": self.id, "status": self.status, "first": self.first, "tests": list(self.tests),
+        line = {"id": self.id, "status": self.status.value, "first": self.first, "tests": list(self.tests),
                 "cycles": self.cycles, "reason": self.reason, "seconds": self.seconds}
         if self.fault:
-            line["fault"] = self.fault
+            line["fault"] = self.fault.value
         return line
 
     @classmethod
     def from_line(cls, data: dict[str, Any]) -> EvalResult:
         return cls(
             id=str(data["id"]),
-            status=str(data["status"]),
+            status=EvalStatus(data["status"]),
             first=data.get("first"),
             tests=tuple(data.get("tests", ())),
             cycles=int(data.get("cycles", 0)),
             reason=data.get("reason"),
             seconds=float(data.get("seconds", 0.0)),
-            fault=data.get("fault"),
+            fault=Fault(data["fault"]) if data.get("fault") else None,
         )
 
 
@@ -161,12 +176,22 @@ class ResultTail:
         return new
 
 
+class Ending(Enum):
+    """Why a simulator process ended before its last evaluation."""
+
+    TIMEOUT = "timeout"  # the current evaluation exceeded its budget: killed
+    ERROR = "error"  # it died after it was ready
+    STARTUP = "startup"  # it died before it was ready
+    STARTUP_TIMEOUT = "startup-timeout"  # not ready within the start-up budget: killed
+    BUDGET = "budget"  # the caller's overall deadline passed: killed
+
+
 @dataclass(frozen=True)
 class _Ended:
     """How one simulator process ended."""
 
     results: list[EvalResult]
-    kind: str | None  # None (all done), "timeout", "error", "startup", "startup-timeout", "budget"
+    kind: Ending | None  # None: every evaluation has its result
     log: str
     ready: bool
     code: int | None
@@ -199,7 +224,7 @@ def _run_process(
     log.debug("$ %s", shlex.join(argv))
     tail = ResultTail(results_path)
     limits = job.limits
-    kind = None
+    kind: Ending | None = None
 
     def deliver() -> bool:
         new = tail.poll()
@@ -209,17 +234,14 @@ def _run_process(
                 on_result(result)
         return bool(new)
 
-    with log_path.open("w", encoding="utf-8") as log_fh:
-        proc = procs.spawn(argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT)
-        counters.add(processes=1)
-        started = since = time.monotonic()
-        try:
+    try:
+        with log_path.open("w", encoding="utf-8") as log_fh, procs.supervised(
+            argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT
+        ) as proc:
+            counters.add(processes=1)
+            started = since = time.monotonic()
             while True:
-                try:
-                    proc.wait(timeout=_POLL_S)
-                    finished = True
-                except subprocess.TimeoutExpired:
-                    finished = False
+                finished = procs.wait(proc, _POLL_S)
                 was_ready = tail.ready
                 progressed = deliver()
                 now = time.monotonic()
@@ -227,30 +249,22 @@ def _run_process(
                     since = now  # the next evaluation's budget starts now
                 if finished:
                     break
-                if procs.stopping():
-                    raise procs.Interrupted("hwtp is stopping")
                 if len(tail.results) >= len(job.evaluations):
                     over = now - since > _SHUTDOWN_S  # all done: only cocotb's shutdown is left
                 elif deadline is not None and now > deadline:
-                    kind = "budget"
-                    over = True
+                    kind, over = Ending.BUDGET, True
                 elif not tail.ready:
                     over = now - started > limits.startup_s
-                    kind = "startup-timeout" if over else None
+                    kind = Ending.STARTUP_TIMEOUT if over else None
                 else:
                     over = now - since > limits.wall_s
-                    kind = "timeout" if over else None
+                    kind = Ending.TIMEOUT if over else None
                 if over:
-                    procs.kill(proc)
-                    deliver()
-                    break
-        except BaseException:
-            procs.kill(proc)
-            deliver()  # keep what the simulator wrote before it was stopped
-            raise
-        procs.done(proc)
+                    break  # leaving the block kills the group
+    finally:
+        deliver()  # what the simulator wrote before it ended or was stopped (an interrupt too)
     if kind is None and len(tail.results) < len(job.evaluations):
-        kind = "error" if tail.ready else "startup"
+        kind = Ending.ERROR if tail.ready else Ending.STARTUP
     return _Ended(tail.results, kind, log_tail(log_path, 400), tail.ready, proc.returncode)
 
 
@@ -261,7 +275,7 @@ def _startup_failure(ended: _Ended, limits: Limits) -> Exception:
     if fault:
         return DesignError(f"the design stopped the simulator at start-up: {fault}")
     short = "\n".join(ended.log.splitlines()[-_LOG_TAIL_LINES:])
-    if ended.kind == "startup-timeout":
+    if ended.kind == Ending.STARTUP_TIMEOUT:
         return DesignError(
             f"the simulator was not ready within its start-up budget of {limits.startup_s:g} s: the design may "
             f"never settle at time 0 (a loop in an initial block, a combinational loop), or the machine is "
@@ -270,6 +284,20 @@ def _startup_failure(ended: _Ended, limits: Limits) -> Exception:
     return SimulationError(
         f"the simulator process exited before it was ready (exit code {ended.code}); log tail:\n{short}"
     )
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every chunk of one :func:`run_job` call shares."""
+
+    build: Build
+    workdir: Path | None
+    plusargs: Sequence[str]
+    counters: Counters
+    progress: Callable[[int], None] | None
+    on_result: Callable[[EvalResult], None] | None
+    deadline: float | None
+    drop_hung: bool
 
 
 def run_job(
@@ -281,106 +309,24 @@ def run_job(
     progress: Callable[[int], None] | None = None,
     on_result: Callable[[EvalResult], None] | None = None,
     *,
+    jobs: int = 1,
     deadline: float | None = None,
     drop_hung: bool = False,
 ) -> list[EvalResult]:
     """Run every evaluation of ``job``, restarting after crashes; results in job order.
 
-    ``on_result`` is called with every result as soon as it exists (for a store that must
-    not lose finished work if hwtp is killed). ``deadline`` (``time.monotonic()``) is an
-    overall budget: evaluations not run by then are ``timeout`` with fault ``budget``.
-    ``drop_hung``: once an evaluation of a state exceeds its budget, the state's later
-    evaluations are not run (``timeout``, fault ``hang``): each would hang as well; once a
-    golden (mutant 0) evaluation stops the simulator, the evaluations up to the next golden
-    one are not run (``error``, fault ``design``): they are compared with that golden run.
+    ``jobs`` > 1 splits the evaluations into that many contiguous chunks, one process each,
+    run at once. ``on_result`` is called with every result as soon as it exists (for a
+    store that must not lose finished work if hwtp is killed). ``deadline``
+    (``time.monotonic()``) is an overall budget: evaluations not run by then are ``timeout``
+    with fault ``budget``. ``drop_hung``: once an evaluation of a state exceeds its budget,
+    the state's later evaluations are not run (``timeout``, fault ``hang``): each would hang
+    as well; once a golden (mutant 0) evaluation stops the simulator, the evaluations up to
+    the next golden one are not run (``error``, fault ``design``): they are compared with
+    that golden run.
     """
-    counters = counters or Counters()
-    pending = list(job.evaluations)
-    results: dict[str, EvalResult] = {}
-    wall = job.limits.wall_s
-
-    def put(result: EvalResult) -> None:
-        results[result.id] = result
-        if on_result:
-            on_result(result)
-        if progress:
-            progress(1)
-
-    for ev in list(pending):
-        if ev.cycles > job.limits.max_cycles:
-            pending.remove(ev)
-            put(EvalResult(
-                ev.id, "timeout", reason=f"plan simulates {ev.cycles} cycles, over the limit of {job.limits.max_cycles}"
-            ))
-    with procs.tempdir("sim", workdir) as tmp:
-        attempt = 0
-        while pending:
-            if deadline is not None and time.monotonic() > deadline:
-                for ev in pending:
-                    put(EvalResult(ev.id, "timeout", reason="not run: the time budget was spent", fault="budget"))
-                break
-            batch = replace(job, evaluations=tuple(pending))
-            ended = _run_process(build, batch, Path(tmp) / f"p{attempt}", plusargs, counters, on_result, deadline)
-            attempt += 1
-            if procs.stopping():
-                raise procs.Interrupted("hwtp is stopping")
-            for r in ended.results:
-                results[r.id] = r
-            if progress and ended.results:
-                progress(len(ended.results))
-            pending = pending[len(ended.results) :]
-            if not pending or ended.kind is None:
-                continue
-            if ended.kind in ("startup", "startup-timeout"):
-                raise _startup_failure(ended, job.limits)
-            if ended.kind == "budget":
-                continue  # the loop head marks the rest
-            held = pending.pop(0)
-            if ended.kind == "timeout":
-                reason = f"evaluation exceeded {wall:g} s"
-                put(EvalResult(held.id, "timeout", reason=reason, fault="hang"))
-                if drop_hung:
-                    skipped = [ev for ev in pending if ev.mutant == held.mutant]
-                    pending = [ev for ev in pending if ev.mutant != held.mutant]
-                    for ev in skipped:
-                        put(EvalResult(ev.id, "timeout", reason=f"{reason} (an earlier evaluation)", fault="hang"))
-            else:
-                fault = design_fault(ended.log)
-                short = "\n".join(ended.log.splitlines()[-_LOG_TAIL_LINES:])
-                if fault:
-                    reason = f"simulator process died: {fault}"
-                    put(EvalResult(held.id, "error", reason=reason, fault="design"))
-                    if drop_hung and held.mutant == 0:  # golden stops the simulator: mutants up to the
-                        while pending and pending[0].mutant != 0:  # next golden evaluation prove nothing
-                            ev = pending.pop(0)
-                            put(EvalResult(ev.id, "error", reason=f"not run: golden {reason}", fault="design"))
-                else:
-                    put(EvalResult(held.id, "error", reason=f"simulator process died; log tail:\n{short}"))
-    return [results[ev.id] for ev in job.evaluations]
-
-
-def run_parallel(
-    build: Build,
-    job: Job,
-    jobs: int = 1,
-    workdir: Path | None = None,
-    plusargs: Sequence[str] = (),
-    counters: Counters | None = None,
-    progress: Callable[[int], None] | None = None,
-    on_result: Callable[[EvalResult], None] | None = None,
-    *,
-    deadline: float | None = None,
-    drop_hung: bool = False,
-) -> list[EvalResult]:
-    """Split ``job`` into ``jobs`` contiguous chunks run by as many processes at once."""
-    counters = counters or Counters()
     evaluations = list(job.evaluations)
     jobs = max(1, min(jobs, len(evaluations)))
-    options: dict[str, Any] = {"deadline": deadline, "drop_hung": drop_hung}
-    if jobs == 1:
-        return run_job(build, job, workdir, plusargs, counters, progress, on_result, **options)
-    size = -(-len(evaluations) // jobs)
-    chunks = [evaluations[i : i + size] for i in range(0, len(evaluations), size)]
     lock = threading.Lock()
 
     def tick(n: int) -> None:
@@ -388,14 +334,101 @@ def run_parallel(
             with lock:
                 progress(n)
 
-    def one(chunk: list[Evaluation]) -> list[EvalResult]:
-        sub = replace(job, evaluations=tuple(chunk))
-        return run_job(build, sub, workdir, plusargs, counters, tick, on_result, **options)
-
+    ctx = _Context(build, workdir, plusargs, counters or Counters(), tick if jobs > 1 else progress, on_result,
+                   deadline, drop_hung)
+    if jobs == 1:
+        return _run_chunk(job, ctx)
+    size = -(-len(evaluations) // jobs)
+    chunks = [replace(job, evaluations=tuple(evaluations[i : i + size])) for i in range(0, len(evaluations), size)]
     out: list[EvalResult] = []
-    for part in procs.map_threads(one, chunks, len(chunks)):
+    for part in procs.map_threads(lambda chunk: _run_chunk(chunk, ctx), chunks, len(chunks)):
         out.extend(part)
     return out
 
 
-__all__ = ["Counters", "EvalResult", "Evaluation", "Limits", "design_fault", "run_job", "run_parallel"]
+def run_parallel(build: Build, job: Job, jobs: int = 1, workdir: Path | None = None,
+                 **options: Any) -> list[EvalResult]:
+    """:func:`run_job` with ``jobs`` processes at once (the same keyword arguments)."""
+    return run_job(build, job, workdir, jobs=jobs, **options)
+
+
+def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
+    """:func:`run_job` in one process at a time (a fresh one after each fault)."""
+    pending = list(job.evaluations)
+    results: dict[str, EvalResult] = {}
+    wall = job.limits.wall_s
+
+    def put(result: EvalResult) -> None:
+        results[result.id] = result
+        if ctx.on_result:
+            ctx.on_result(result)
+        if ctx.progress:
+            ctx.progress(1)
+
+    for ev in list(pending):
+        refused = over_cycle_limit(ev, job.limits)
+        if refused:
+            pending.remove(ev)
+            put(refused)
+    with procs.tempdir("sim", ctx.workdir) as tmp:
+        attempt = 0
+        while pending:
+            if ctx.deadline is not None and time.monotonic() > ctx.deadline:
+                for ev in pending:
+                    put(EvalResult(ev.id, EvalStatus.TIMEOUT, reason="not run: the time budget was spent",
+                                   fault=Fault.BUDGET))
+                break
+            batch = replace(job, evaluations=tuple(pending))
+            ended = _run_process(ctx.build, batch, Path(tmp) / f"p{attempt}", ctx.plusargs, ctx.counters,
+                                 ctx.on_result, ctx.deadline)
+            attempt += 1
+            procs.check()
+            for r in ended.results:
+                results[r.id] = r
+            if ctx.progress and ended.results:
+                ctx.progress(len(ended.results))
+            pending = pending[len(ended.results) :]
+            if not pending or ended.kind is None:
+                continue
+            if ended.kind in (Ending.STARTUP, Ending.STARTUP_TIMEOUT):
+                raise _startup_failure(ended, job.limits)
+            if ended.kind == Ending.BUDGET:
+                continue  # the loop head marks the rest
+            held = pending.pop(0)
+            if ended.kind == Ending.TIMEOUT:
+                reason = f"evaluation exceeded {wall:g} s"
+                put(EvalResult(held.id, EvalStatus.TIMEOUT, reason=reason, fault=Fault.HANG))
+                if ctx.drop_hung:
+                    skipped = [ev for ev in pending if ev.mutant == held.mutant]
+                    pending = [ev for ev in pending if ev.mutant != held.mutant]
+                    for ev in skipped:
+                        put(EvalResult(ev.id, EvalStatus.TIMEOUT, reason=f"{reason} (an earlier evaluation)",
+                                       fault=Fault.HANG))
+                continue
+            put(died(held.id, ended.log))
+            if ctx.drop_hung and results[held.id].fault == Fault.DESIGN and held.mutant == 0:
+                # golden stops the simulator: mutants up to the next golden evaluation prove nothing
+                while pending and pending[0].mutant != 0:
+                    ev = pending.pop(0)
+                    put(EvalResult(ev.id, EvalStatus.ERROR, reason=f"not run: golden {results[held.id].reason}",
+                                   fault=Fault.DESIGN))
+    return [results[ev.id] for ev in job.evaluations]
+
+
+def over_cycle_limit(ev: Evaluation, limits: Limits) -> EvalResult | None:
+    """The ``timeout`` of an evaluation that would simulate more cycles than the limit (it is
+    not run), else None."""
+    if ev.cycles <= limits.max_cycles:
+        return None
+    return EvalResult(ev.id, EvalStatus.TIMEOUT,
+                      reason=f"plan simulates {ev.cycles} cycles, over the limit of {limits.max_cycles}")
+
+
+def died(id_: str, log_text: str) -> EvalResult:
+    """The result of the evaluation a simulator process held when it died: the design's
+    message when the design stopped it (fault ``design``), else the log tail."""
+    fault = design_fault(log_text)
+    if fault:
+        return EvalResult(id_, EvalStatus.ERROR, reason=f"simulator process died: {fault}", fault=Fault.DESIGN)
+    short = "\n".join(log_text.splitlines()[-_LOG_TAIL_LINES:])
+    return EvalResult(id_, EvalStatus.ERROR, reason=f"simulator process died; log tail:\n{short}")

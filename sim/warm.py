@@ -47,13 +47,16 @@ from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.job import Evaluation, Job, Limits
 from hwtp.sim.runner import (
-    _LOG_TAIL_LINES,
     Counters,
+    Ending,
     EvalResult,
+    EvalStatus,
+    Fault,
     _Ended,
     _startup_failure,
-    design_fault,
+    died,
     log_tail,
+    over_cycle_limit,
 )
 
 _POLL_S = 0.05
@@ -201,11 +204,10 @@ class _Worker:
                 crashed = True
             if pool._closed:
                 return
-            if procs.stopping():
-                raise procs.Interrupted("hwtp is stopping")
+            procs.check()
             over = bool(inflight) and time.monotonic() - since > pool.limits.wall_s
             if crashed or over:
-                self._fault("timeout" if over and not crashed else "error", inflight)
+                self._fault(Ending.TIMEOUT if over and not crashed else Ending.ERROR, inflight)
                 out.clear()  # the rest went back to the queue, for a fresh process
                 since = time.monotonic()
 
@@ -242,27 +244,20 @@ class _Worker:
             got = True
         return got
 
-    def _fault(self, kind: str, inflight: deque[_Task]) -> None:
+    def _fault(self, kind: Ending, inflight: deque[_Task]) -> None:
         """The process is over budget or dead: stop it, settle the evaluation it held (unless
         its result arrived meanwhile), give the rest back to the queue."""
         self._stop_process(drain=inflight)
         if not inflight:
             return
-        if procs.stopping():
-            raise procs.Interrupted("hwtp is stopping")
+        procs.check()
         held = inflight.popleft()
         ev = held.evaluation
-        if kind == "timeout":
-            result = EvalResult(ev.id, "timeout", reason=f"evaluation exceeded {self.pool.limits.wall_s:g} s",
-                                fault="hang")
+        if kind == Ending.TIMEOUT:
+            result = EvalResult(ev.id, EvalStatus.TIMEOUT,
+                                reason=f"evaluation exceeded {self.pool.limits.wall_s:g} s", fault=Fault.HANG)
         else:
-            text = log_tail(self.folder / "sim.log", 400)
-            fault = design_fault(text)
-            short = "\n".join(text.splitlines()[-_LOG_TAIL_LINES:])
-            if fault:
-                result = EvalResult(ev.id, "error", reason=f"simulator process died: {fault}", fault="design")
-            else:
-                result = EvalResult(ev.id, "error", reason=f"simulator process died; log tail:\n{short}")
+            result = died(ev.id, log_tail(self.folder / "sim.log", 400))
         held.ticket.put(result)
         self.pool._requeue(list(inflight))
         inflight.clear()
@@ -293,14 +288,13 @@ class _Worker:
             pool.counters.add(processes=1)
             started = time.monotonic()
             ready: dict[str, Any] | None = None
-            kind = "startup"
+            kind = Ending.STARTUP
             while ready is None:
-                if procs.stopping():
-                    raise procs.Interrupted("hwtp is stopping")
+                procs.check()
                 if pool._closed:
                     raise _NotReady(SimulationError("the warm pool was closed"))
                 if time.monotonic() - started > pool.limits.startup_s:
-                    kind = "startup-timeout"
+                    kind = Ending.STARTUP_TIMEOUT
                     break
                 if self.conn is None:
                     with contextlib.suppress(TimeoutError):
@@ -398,9 +392,9 @@ class WarmPool:
         ticket = _Ticket(list(unique))
         tasks = []
         for ev in unique.values():
-            if ev.cycles > self.limits.max_cycles:
-                reason = f"plan simulates {ev.cycles} cycles, over the limit of {self.limits.max_cycles}"
-                ticket.put(EvalResult(ev.id, "timeout", reason=reason))
+            refused = over_cycle_limit(ev, self.limits)
+            if refused:
+                ticket.put(refused)
             else:
                 line = (json.dumps(ev.as_job_entry(), separators=(",", ":")) + "\n").encode()
                 tasks.append(_Task(ev, ticket, line))

@@ -19,7 +19,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from hwtp.ci import CiReport, MutantResult, Run, Status, TestOutcome
+from hwtp.ci import CiReport, MutantResult, Status
+from hwtp.ci_runs import Run, TestOutcome, TestStatus
 from hwtp.config import load_ci
 from hwtp.design import load_design, shipped_root
 from hwtp.errors import ConfigError
@@ -27,6 +28,8 @@ from hwtp.exporttests import render
 from hwtp.plan import parse_plan
 from hwtp.reports import junit, lcov, markdown, survivors_table
 from hwtp.sim import plan_steps
+from hwtp.sim.backends import NO_OPTIONS, BuildOptions, backend_names
+from hwtp.sim.runner import EvalStatus
 
 Run_ = Callable[..., tuple[int, str, str]]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ci"
@@ -180,7 +183,7 @@ def _fake_report(tmp_path: Path) -> CiReport:
     rtl = tmp_path / "rtl"
     rtl.mkdir()
     (rtl / "top.v").write_text("module top(input a, output y);\n  assign y = a & 1'b1;\nendmodule\n")
-    golden = Run("pass", (TestOutcome("t", "test_top", "passed"),), 0.5)
+    golden = Run(EvalStatus.PASS, (TestOutcome("t", "test_top", TestStatus.PASSED),), 0.5)
 
     def mutant(i: int, status: Status, line: int = 2) -> MutantResult:
         return MutantResult(f"m{i:04d}", "logical.and_to_or", "rtl/top.v", line, 14, "&", "|", status, 1.25,
@@ -250,6 +253,21 @@ def test_config_errors_name_file_line_and_field(tmp_path: Path) -> None:
     cfg.write_text("design:\n  sources: [top.v]\n  top: top\n  reset: {port: a}\ntests: {modules: [t]}\n")
     reset = load_ci(cfg).reset
     assert reset is not None and (reset.active, reset.cycles) == ("high", 2)  # `a` names no active-low reset
+
+
+def test_build_section_gives_build_options_in_no_simulator_syntax(tmp_path: Path) -> None:
+    (tmp_path / "top.v").write_text("module top(input a, output y); assign y = a; endmodule\n")
+    cfg = tmp_path / "hwtp.yaml"
+    head = "design:\n  sources: [top.v]\n  top: top\ntests: {modules: [t]}\n"
+    cfg.write_text(head + "build:\n  simulator: icarus\n  args: [-Wall]\n  defines: {WIDTH: 8}\n"
+                   "  parameters: {DEPTH: 4}\n")
+    config = load_ci(cfg)
+    assert config.simulator == "icarus"
+    assert config.build == BuildOptions(defines=(("WIDTH", "8"),), parameters=(("DEPTH", "4"),), args=("-Wall",))
+    assert load_ci(EXAMPLE / "hwtp.yaml").build == NO_OPTIONS
+    cfg.write_text(head + "build:\n  simulator: modelsim\n")
+    with pytest.raises(ConfigError, match=rf"{cfg}:6: build.simulator: expected one of {', '.join(backend_names())}"):
+        load_ci(cfg)
 
 
 def test_example_config_loads_and_ci_init_finds_the_project(tmp_path: Path, run_cli: Run_) -> None:
@@ -352,8 +370,8 @@ def test_testbench_hanging_on_one_mutant_makes_it_indeterminate(tmp_path: Path, 
 @pytest.mark.parametrize("name", ["adder_carry", "fifo_sync"])
 def test_exported_reference_tests_pass_on_golden(name: str, tmp_path: Path) -> None:
     """The exported module keeps the plan timing on a combinational and an async-reset design."""
-    from hwtp.ci import run_tests
     from hwtp.ci_config import CiConfig
+    from hwtp.ci_runs import run_tests
     from hwtp.exporttests import export_tests
     from hwtp.sim.backends import get_backend
     from hwtp.sim.buildcache import ensure_build

@@ -286,6 +286,57 @@ def test_a_process_group_dies_with_its_parent(tmp_path: Path) -> None:
     assert referencing(marker) == []
 
 
+def _gone(marker: str, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while referencing(marker) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return referencing(marker) == []
+
+
+def test_the_supervisor_kills_the_whole_group_however_the_block_ends(tmp_path: Path) -> None:
+    marker = f"hwtp-test-{os.getpid()}-{tmp_path.name}"
+    argv = ["sh", "-c", "sleep 300 & sleep 301; wait", marker]
+    with procs.supervised(argv) as proc:  # over its timeout: still running, killed on the way out
+        assert procs.wait(proc, 0.2) is False
+        assert len(referencing(marker)) >= 2
+    assert proc.returncode is not None and _gone(marker)
+    with pytest.raises(RuntimeError), procs.supervised(argv) as proc:  # a failure in the block
+        raise RuntimeError("the caller failed")
+    assert proc.returncode is not None and _gone(marker)
+    with procs.supervised(["sh", "-c", "exit 3"]) as proc:  # done on its own: waited for, not killed
+        assert procs.wait(proc, 30) is True
+    assert proc.returncode == 3
+    assert proc not in procs._live
+
+
+def test_stop_all_kills_what_runs_and_refuses_new_processes(tmp_path: Path) -> None:
+    marker = f"hwtp-test-{os.getpid()}-{tmp_path.name}"
+    try:
+        with procs.supervised(["sh", "-c", "sleep 300", marker]) as proc:
+            procs.stop_all()
+            with pytest.raises(procs.Interrupted):
+                procs.wait(proc, 30)  # returns at once: the group was killed
+        assert _gone(marker)
+        with pytest.raises(procs.Interrupted):
+            procs.spawn(["true"])
+    finally:
+        procs.reset()
+    assert procs.run(["sh", "-c", "exit 4"]).returncode == 4
+
+
+def test_a_result_line_reads_back_typed_and_writes_the_same_json() -> None:
+    from hwtp.sim.runner import EvalResult, EvalStatus, Fault
+
+    line = {"id": "e1", "status": "timeout", "first": None, "tests": [], "cycles": 7, "reason": "slow",
+            "seconds": 0.5, "fault": "hang"}
+    result = EvalResult.from_line(line)
+    assert (result.status, result.fault) == (EvalStatus.TIMEOUT, Fault.HANG)
+    assert json.dumps(result.as_line()) == json.dumps(line)
+    assert EvalResult.from_line({"id": "e2", "status": "pass"}).fault is None
+    with pytest.raises(ValueError, match="'passed' is not a valid EvalStatus"):
+        EvalResult.from_line({"id": "e3", "status": "passed"})
+
+
 def test_folders_of_dead_processes_are_swept(tmp_path: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()

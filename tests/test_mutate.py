@@ -14,7 +14,7 @@ from hwtp.errors import MutantError
 from hwtp.plan import load_plan_file
 from hwtp.planset import PlanInput
 from hwtp.score import GOLDEN, Outcome, ScoreConfig, score
-from hwtp.sim.backends import get_backend
+from hwtp.sim.backends import backend_names, get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import run_job
@@ -263,8 +263,14 @@ def test_a_large_schemata_build_compiles_and_runs() -> None:
     assert [r.outcome for r in scores.results] == [Outcome.PASSED]
 
 
-def test_candidates_that_do_not_compile_are_rejected_with_the_reason() -> None:
+@pytest.mark.parametrize("simulator", backend_names())
+def test_candidates_that_do_not_compile_are_rejected_with_the_reason(simulator: str) -> None:
+    """Each backend lints the candidates: the one that does not compile is rejected with its
+    simulator's message."""
     from hwtp.mutators.site import Site
+
+    if not get_backend(simulator).probe().ok:
+        pytest.skip(f"{simulator} is not installed")
 
     design = load_design("adder_carry")
     src = design.sources[0]
@@ -302,7 +308,8 @@ def test_candidates_that_do_not_compile_are_rejected_with_the_reason() -> None:
         real.col,
     )
     checked = engine._validate(
-        design, [engine._record(1, (good,)), engine._record(2, (bad,)), engine._record(3, (dup,))], jobs=2
+        design, [engine._record(1, (good,)), engine._record(2, (bad,)), engine._record(3, (dup,))],
+        engine.MutationConfig(jobs=2, simulator=simulator),
     )
     assert [m.status for m in checked] == ["valid", "rejected", "rejected"]
     assert "does not compile" in (checked[1].reason or "") and "no_such_signal" in (checked[1].reason or "")

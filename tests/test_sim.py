@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hwtp.design import Design, load_design, shipped_names
+from hwtp.design import Design, SourceFile, load_design, shipped_names
 from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan, validate
-from hwtp.sim.backends import get_backend
-from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.backends import NO_OPTIONS, BuildOptions, backend_names, get_backend
+from hwtp.sim.buildcache import build_key, ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_job
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
@@ -220,3 +220,37 @@ def test_explicit_reset_port_takes_its_level_from_its_name(tmp_path: Path) -> No
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  counts_then_resets" in done.stdout
+
+
+# -- backends: each renders build options into its own flags and lints with them ------------
+
+_NEEDS_DEFINE = """module needs_define #(parameter W = 4) (input [W-1:0] a, output [W-1:0] y);
+`ifndef HWTP_GOOD
+  this_is_not_verilog here;
+`endif
+  assign y = a + 1;
+endmodule
+"""
+
+
+@pytest.mark.parametrize("name", backend_names())
+def test_each_backend_lints_with_its_rendering_of_the_build_options(name: str) -> None:
+    backend = get_backend(name)
+    if not backend.probe().ok:
+        pytest.skip(f"{name} is not installed")
+    source = SourceFile("rtl/needs_define.v", _NEEDS_DEFINE)
+    problem = backend.lint([source], "needs_define", NO_OPTIONS)
+    assert problem is not None and "needs_define.v:3" in problem and "/tmp" not in problem, problem
+    options = BuildOptions(defines=(("HWTP_GOOD", "1"),), parameters=(("W", "8"),))
+    assert backend.lint([source], "needs_define", options) is None
+    assert backend.lint([source], "no_such_top", options) is not None
+
+
+def test_build_options_are_rendered_by_each_backend_and_key_the_build_cache() -> None:
+    options = BuildOptions(defines=(("WIDTH", "8"),), parameters=(("DEPTH", "4"),), args=("-Wno-WIDTH",))
+    assert get_backend("verilator").arguments("top", options) == ["-Wno-WIDTH", "-DWIDTH=8", "-GDEPTH=4"]
+    assert get_backend("icarus").arguments("top", options) == ["-Wno-WIDTH", "-DWIDTH=8", "-Ptop.DEPTH=4"]
+    assert get_backend("verilator").arguments("top", NO_OPTIONS) == []
+    verilator = get_backend("verilator")
+    sources = [SourceFile("a.v", "module top; endmodule\n")]
+    assert build_key(verilator, sources, "top", options) != build_key(verilator, sources, "top", NO_OPTIONS)

@@ -5,33 +5,28 @@ from __future__ import annotations
 import click
 
 from hwtp.errors import ToolchainError
-from hwtp.sim import toolchain
+from hwtp.sim import backends, toolchain
 
 
 @click.command()
 def doctor() -> None:
-    """Check the simulator toolchain (Verilator, cocotb, C++ compiler, make, ccache, Icarus)."""
-    report = toolchain.doctor()
-    if report.verilator:
-        v = report.verilator
-        click.echo(f"verilator  {v.version_text:<10} {v.executable} ({v.source})")
-    else:
-        click.echo(f"verilator  MISSING    {report.verilator_problem}")
+    """Check the toolchain: every simulator backend (Verilator, Icarus), cocotb, C++ compiler, make, ccache."""
+    report = toolchain.doctor(backends.probe_all())
+    for sim in report.simulators:
+        if sim.ok:
+            click.echo(f"{sim.name:<10} {sim.version:<10} {sim.path} ({sim.detail})")
+        elif sim.required:
+            click.echo(f"{sim.name:<10} MISSING    {sim.detail}")
+        else:
+            click.echo(f"{sim.name:<10} not installed (optional): {sim.detail}")
     click.echo(
         f"cocotb     {report.cocotb_version or 'MISSING':<10} "
         + ("" if report.cocotb_version else "pip install 'cocotb>=2.0'")
     )
     for tool in report.tools:
-        optional = tool.name in ("ccache", "icarus")
-        state = str(tool.path) if tool.path else ("not installed (optional)" if optional else "MISSING")
+        state = str(tool.path) if tool.path else ("MISSING" if tool.required else "not installed (optional)")
         version = (tool.version or "")[:60]
         click.echo(f"{tool.name:<10} {state}  {version}".rstrip())
     if not report.ok:
-        missing = [t.name for t in report.tools if t.path is None and t.name in ("c++", "make")]
-        hint = report.verilator_problem or ""
-        if missing:
-            hint += f" missing: {', '.join(missing)} (Debian: apt-get install g++ make)"
-        if not report.cocotb_version:
-            hint += " missing: cocotb (pip install 'cocotb>=2.0')"
-        raise ToolchainError(f"toolchain incomplete: {hint.strip()}")
+        raise ToolchainError(f"toolchain incomplete: {' '.join(report.missing)}")
     click.echo("ok")
