@@ -576,5 +576,3 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
-
-__all__ = ["EvalResult", "Evaluation", "Limits", "WarmPool", "close_all", "pool_for", "pools"]
