@@ -181,14 +181,21 @@ def test_run_report_in_chromium(tmp_path: Path, run_cli: Run_, open_page: Callab
     code, _, err = run_cli("run", "counter_en_load", "--states", "1", "-G", "1", "--policy", "replay",
                            "--from", _replay_source(tmp_path / "plans"), "-o", replayed)
     assert code == 0, err
+    scores = tmp_path / "scores.json"
+    code, _, err = run_cli("score", two / "designs" / "adder_carry" / "mutants", "--plans",
+                           ROOT / "designs" / "adder_carry" / "plans", "--json", scores)
+    assert code == 0, err
     html = tmp_path / "report.html"
-    code, out, err = run_cli("report", two, replayed, "-o", html)
+    code, out, err = run_cli("report", two, replayed, scores, "-o", html)
     assert code == 0 and out == "", err
     text = check_html(html)
     assert PAYLOAD not in text and "&lt;script&gt;document.title=" in text
 
     page = open_page(html)
-    check_page(page, {"": {"comparison"}, "src0": RUN_SECTIONS, "src1": RUN_SECTIONS})
+    check_page(page, {"": {"comparison"}, "src0": RUN_SECTIONS, "src1": RUN_SECTIONS, "src2": RUN_SECTIONS})
+    assert page.js("document.querySelectorAll('#comparison th.n').length") == 3
+    # a scores file has no mutants, evaluation times or plan records: said, not left blank
+    assert page.js("document.querySelector('#src2-slowest').innerText").endswith("not recorded in this source.")
     # the completion is shown as text, under its invalid plan
     shown = page.js("[...document.querySelectorAll('#src1 details.completion pre')].map(e => e.textContent)")
     assert shown and all(s.startswith(PAYLOAD) for s in shown)
