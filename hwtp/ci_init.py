@@ -147,8 +147,8 @@ tests:                          # modules: cocotb test modules (COCOTB_TEST_MODU
 build:
   simulator: verilator          # or icarus
   args: []                      # extra simulator build arguments, e.g. ["-Wno-WIDTH"]
-  defines: {{}}                   # NAME: VALUE  ->  -DNAME=VALUE
-  parameters: {{}}                # top-level parameters: NAME: VALUE  ->  -GNAME=VALUE
+  defines: {{}}                   # preprocessor defines: NAME: VALUE
+  parameters: {{}}                # the top module's parameters: NAME: VALUE (each simulator's own flag)
 
 mutation:
   n: 32                         # how many mutants (0: every mutable site)

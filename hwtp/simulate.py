@@ -9,7 +9,7 @@ from typing import Any
 
 from hwtp.design import Design
 from hwtp.plan import Plan, validate
-from hwtp.sim.backends import get_backend
+from hwtp.sim.backends import DEFAULT_BACKEND, get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_job
@@ -53,7 +53,7 @@ def simulate(
     design: Design,
     plan: Plan,
     *,
-    simulator: str = "verilator",
+    simulator: str = DEFAULT_BACKEND,
     limits: Limits | None = None,
     cache_root: Path | None = None,
 ) -> SimReport:

@@ -10,6 +10,7 @@ import click
 from hwtp.commands.options import design_options, read_stdin, resolve_design, trust_option
 from hwtp.errors import EXIT_GATE, DesignError, PlanError, SimulationError
 from hwtp.plan import load_plan_file, parse_plan
+from hwtp.sim.backends import DEFAULT_BACKEND, backend_names
 from hwtp.simulate import simulate
 
 
@@ -23,7 +24,10 @@ from hwtp.simulate import simulate
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the report as JSON to this file ('-' for stdout).",
 )
-@click.option("--sim", "simulator", default="verilator", show_default=True, help="Simulator backend.")
+@click.option(
+    "--sim", "simulator", type=click.Choice(backend_names()), default=DEFAULT_BACKEND, show_default=True,
+    help="Simulator backend.",
+)
 @trust_option
 @click.pass_context
 def sim(
