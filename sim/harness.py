@@ -1,8 +1,9 @@
 """The cocotb test module that executes compiled test plans inside the simulator.
 
 It runs in the simulator process (``COCOTB_TEST_MODULES=hwtp.sim.harness``). The host writes
-a job file (``$HWTP_JOB``: the design's clock/reset, the mutant selectors and a list of
-evaluations, each a mutant index and compiled tests); the harness runs every evaluation in
+a job file (``$HWTP_JOB``, format in :mod:`hwtp.sim.job`, whose version the harness checks
+first: the design's clock/reset, ports, limits and a list of evaluations, each a mutant
+index and compiled tests); the harness runs every evaluation in
 order and appends one JSON line per evaluation to ``$HWTP_RESULTS``, flushed at once, so a
 crash loses nothing already done. A first line ``{"ready": true}`` tells the host that
 start-up is over and the evaluations' wall-clock budgets start.
@@ -33,6 +34,7 @@ from cocotb.handle import ArrayObject, HierarchyObject, ValueObjectBase
 from cocotb.types import LogicArray
 
 from hwtp import env
+from hwtp.sim.job import check_job_format
 from hwtp.sim.plan_steps import PlanTiming, bits_match
 
 _DEPOSIT = 0  # cocotb's GPI set action for a plain (non-forcing) write
@@ -275,6 +277,7 @@ async def hwtp_run_job(dut: Any) -> None:
         raise RuntimeError(f"${env.JOB_VAR} and ${env.RESULTS_VAR} (or ${env.WARM_VAR}) must be set by the host")
     with open(job_path, encoding="utf-8") as fh:
         job = json.load(fh)
+    check_job_format(job)  # before anything runs: a job of another hwtp is refused, not misread
     harness = Harness(dut, job)
     if warm:
         await _serve(harness, warm)

@@ -1,8 +1,22 @@
 """The job file the host hands to the harness: compiled plans and the design's timing.
 
 A plan is compiled once per design into flat ops (``d``rive, ``e``xpect, ``w``ait,
-``r``eset) with every value already masked to its port width, so the harness does no
-parsing and no validation: it only moves signals and compares integers.
+``s``ample, ``r``eset) with every value already masked to its port width, so the harness
+does no parsing and no validation: it only moves signals and compares integers.
+
+The format (version :data:`JOB_FORMAT_VERSION`; ARCHITECTURE.md, "The host->harness
+contract") is one JSON object, :meth:`Job.as_data`:
+
+- ``version``: the format version; the harness refuses any other (:func:`check_job_format`);
+- ``clock``: ``{"port", "period_ps"}`` (a multiple of 4) or null for a combinational design;
+- ``reset``: ``{"port", "active", "inactive", "cycles"}`` or null;
+- ``inputs``: ``[[name, width], ...]`` (the clock left out); ``outputs``: ``[[name, width, signed], ...]``;
+- ``limits``: ``{"max_cycles", "wall_s"}``;
+- ``evaluations``: entries :meth:`Evaluation.as_job_entry`: ``{"id", "mutant", "stop_on_fail",
+  "tests"}``, each test ``{"name", "ops"}``; empty in warm mode, where the same entries arrive
+  one JSON line each over the host's socket.
+
+Bump the version on any change a harness of another version would misread.
 """
 
 from __future__ import annotations
@@ -14,7 +28,25 @@ if TYPE_CHECKING:
     from hwtp.design import Design
     from hwtp.plan import Plan
 
-JOB_VERSION = 1
+#: Version of the job format written in every job's header and checked by the harness.
+JOB_FORMAT_VERSION = 1
+
+
+class JobFormatError(ValueError):
+    """A job file the harness cannot run (another format version, or not a job)."""
+
+
+def check_job_format(job: object) -> None:
+    """Refuse a job of another format version than this hwtp's (a host and a harness of
+    different hwtp installations), with a message that says so."""
+    if not isinstance(job, dict):
+        raise JobFormatError(f"the job file holds {type(job).__name__}, not a job object")
+    version = job.get("version")
+    if version != JOB_FORMAT_VERSION:
+        raise JobFormatError(
+            f"job format version {version!r} is not this harness's version {JOB_FORMAT_VERSION}: "
+            "the host and the simulator's hwtp differ; run both from one hwtp installation"
+        )
 
 
 @dataclass(frozen=True)
@@ -90,7 +122,7 @@ class Job:
         )
         controls = {d.clock.port} if d.clock else set()
         return {
-            "version": JOB_VERSION,
+            "version": JOB_FORMAT_VERSION,
             "clock": clock,
             "reset": reset,
             "inputs": [[p.name, p.width] for p in d.inputs if p.name not in controls],

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from hwtp.design import SourceFile, load_design, shipped_names
+from hwtp.errors import SimulationError
 from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan
 from hwtp.planset import PlanInput, read_plans
 from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.sim import job as job_format
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
@@ -69,6 +71,29 @@ def test_faults_are_contained_and_nothing_is_dropped(data_dir: Path) -> None:
     assert [r.id for r in results] == ["e0", "e1", "e2", "e3"]
     assert [r.status for r in results] == ["pass", "timeout", "pass", "timeout"]
     assert results[1].reason == "evaluation exceeded 1 s" and "over the limit" in (results[3].reason or "")
+
+
+def test_the_harness_refuses_a_job_of_another_format_version(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host writes JOB_FORMAT_VERSION in the job header; a harness of another version
+    (here: the host's number bumped, the simulator's hwtp not) refuses the job, and says why."""
+    design = load_design(data_dir / "counter.v")
+    build = ensure_build(get_backend("verilator"), build_sources(design), WRAPPER_TOP)
+    plan = parse_plan("tests:\n- name: t\n  steps:\n  - drive: {en: 1}\n  - wait: 3\n  - expect: {q: 3}\n")
+    job = Job(design, (Evaluation("e0", compile_plan(plan, design), cycles=plan_cycles(plan, design)),))
+    assert run_job(build, job)[0].status == "pass"
+    monkeypatch.setattr(job_format, "JOB_FORMAT_VERSION", job_format.JOB_FORMAT_VERSION + 1)
+    with pytest.raises(SimulationError, match=r"job format version 2 is not this harness's version 1"):
+        run_job(build, job)
+
+
+def test_check_job_format() -> None:
+    job_format.check_job_format({"version": job_format.JOB_FORMAT_VERSION})
+    with pytest.raises(job_format.JobFormatError, match="version None"):
+        job_format.check_job_format({"evaluations": []})
+    with pytest.raises(job_format.JobFormatError, match="not a job object"):
+        job_format.check_job_format([1])
 
 
 def test_a_crashing_mutant_is_an_error_and_the_rest_rerun(data_dir: Path) -> None:
