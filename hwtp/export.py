@@ -33,15 +33,16 @@ from typing import Any
 
 from hwtp import __version__
 from hwtp.errors import ConfigError
+from hwtp.mutantset import GOLDEN
+from hwtp.planset import PlanRecord
+from hwtp.score import INDETERMINATE, Outcome
 
-#: Outcomes that prove nothing (the simulation did not finish): no reward in an export.
-INDETERMINATE = frozenset({"timeout", "error"})
 FORMATS = ("jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl")
 # verl reads .parquet (or .json) files only; the other trainers read JSON lines through `datasets`.
 _SUFFIX = {"parquet": "parquet", "verl": "parquet"}
 DATA_DIR = "data"
 # Plans worth imitating (trl-sft) in records without a ceiling: the best outcome on the state.
-_BEST_OUTCOME = {True: "passed", False: "detected"}  # keyed by "state is golden"
+_BEST_OUTCOME = {True: Outcome.PASSED, False: Outcome.DETECTED}  # keyed by "state is golden"
 # Token estimate for prompt lengths: one token per 3 characters (code and spec text run at
 # 3-4 characters per token in BPE vocabularies, so this errs high) plus 8 per message for
 # the chat template's role markers.
@@ -74,7 +75,7 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def _joined_plan(r: Mapping[str, Any], plans: Mapping[tuple[str, str], Mapping[str, Any]]) -> Mapping[str, Any]:
+def _joined_plan(r: Mapping[str, Any], plans: Mapping[tuple[str, str], PlanRecord]) -> PlanRecord | None:
     """The plan record of sample ``r``, matched on its whole identity (design, mutant set,
     state, plan); a record that disagrees with its score result is refused."""
     key = (str(r["design"]), str(r["plan"]))
@@ -85,14 +86,14 @@ def _joined_plan(r: Mapping[str, Any], plans: Mapping[tuple[str, str], Mapping[s
                 f"no plan record for plan {key[1]} of design {key[0]} in the --plans folders; "
                 "give the plan folder of every design that was scored"
             )
-        return {}
-    if str(plan.get("state")) != str(r["state"]):
+        return None
+    if plan.state != str(r["state"]):
         raise ConfigError(
-            f"plan {key[1]} of design {key[0]} was written for state {plan.get('state')!r} but its score "
+            f"plan {key[1]} of design {key[0]} was written for state {plan.state!r} but its score "
             f"result is on state {r['state']!r}: a sample's prompt and reward must be of one state "
             "(score without --full-matrix for training data)"
         )
-    theirs, ours = plan.get("mutant_set"), r.get("mutant_set")
+    theirs, ours = plan.mutant_set, r.get("mutant_set")
     if theirs and ours and theirs != ours:
         raise ConfigError(
             f"plan {key[1]} of design {key[0]} was written for mutant set {str(theirs)[:12]}, "
@@ -103,7 +104,7 @@ def _joined_plan(r: Mapping[str, Any], plans: Mapping[tuple[str, str], Mapping[s
 
 def base_records(
     advantaged: Sequence[dict[str, Any]],
-    plans: Mapping[tuple[str, str], Mapping[str, Any]],
+    plans: Mapping[tuple[str, str], PlanRecord],
     metadata: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """Join advantage records with the plan records of ``hwtp plan`` (prompt and completion),
@@ -116,8 +117,8 @@ def base_records(
         out.append(
             scrub(
                 {
-                    "prompt": plan.get("prompt"),
-                    "completion": plan.get("completion"),
+                    "prompt": plan.prompt if plan else None,
+                    "completion": plan.completion if plan else None,
                     "reward": None if indeterminate else r["reward"],
                     "ceiling": r.get("ceiling"),
                     "advantage": r["advantage"],
@@ -126,12 +127,12 @@ def base_records(
                     "design": r["design"],
                     "state": r["state"],
                     "plan": r["plan"],
-                    "sample": plan.get("sample"),
+                    "sample": plan.sample if plan else None,
                     "outcome": r["outcome"],
                     "detail": r.get("detail"),
                     "mutant_set": r.get("mutant_set", ""),
-                    "model": plan.get("model"),
-                    "policy": plan.get("policy"),
+                    "model": plan.generated.model if plan else None,
+                    "policy": plan.policy if plan else None,
                     "meta": metadata,
                 }
             )
@@ -155,11 +156,11 @@ def imitable(record: dict[str, Any]) -> bool:
         return False
     if record.get("ceiling") is not None:  # the state's attainable maximum, as scored
         return bool(record["reward"] >= record["ceiling"])
-    return bool(record["outcome"] == _BEST_OUTCOME[record["state"] == "golden"])
+    return bool(record["outcome"] == _BEST_OUTCOME[record["state"] == GOLDEN])
 
 
 def _needs_prompt(record: dict[str, Any]) -> None:
-    if record["prompt"] is None:
+    if not record["prompt"]:
         raise ConfigError(
             f"plan {record['plan']} has no stored prompt: trainer formats need plans from `hwtp plan` "
             "(pass --plans PLANDIR) or a run folder"

@@ -13,6 +13,7 @@ import hashlib
 import json
 import shutil
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,29 @@ from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.rtl import module_body_offsets
 
 MUTANTS_JSON = "mutants.json"
+#: The state of the unmutated design (selector value 0); every other state is a mutant id.
+GOLDEN = "golden"
+
+
+class MutantStatus(str, Enum):
+    """Whether a mutant is in the set (str-valued: mutants.json holds the value)."""
+
+    VALID = "valid"  # compiles, distinct: a state of the set
+    REJECTED = "rejected"  # left out, with the reason in ``Mutant.reason``
+    SPARE = "spare"  # a validated candidate that killable-first selection did not choose (``MutantSet.spares``)
+
+
+class MutantClass(str, Enum):
+    """What the witness search proved about a mutant (str-valued: mutants.json's ``class``)."""
+
+    UNKNOWN = "unknown"  # not told apart from golden within the search budget
+    KILLABLE = "killable"  # a witness plan tells it from golden
+    EQUIVALENT = "equivalent"  # semantics-preserving by construction: no plan can detect it
+    NONTERMINATING = "nonterminating"  # its evaluation never ends within its budget (reason in ``Mutant.reason``)
+
+
 #: Class of a mutant whose evaluation never ends within its budget (reason in ``Mutant.reason``).
-NONTERMINATING = "nonterminating"
+NONTERMINATING = MutantClass.NONTERMINATING
 
 
 @dataclass(frozen=True)
@@ -41,8 +63,8 @@ class Mutant:
     original: str
     replacement: str
     parents: tuple[str, ...] = ()
-    status: str = "valid"
-    klass: str = "unknown"
+    status: MutantStatus = MutantStatus.VALID
+    klass: MutantClass = MutantClass.UNKNOWN
     reason: str | None = None
     index: int = 0  # selector value in the schemata build (0 = none)
     start: int = 0
@@ -52,7 +74,8 @@ class Mutant:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("sites")
-        data["class"] = data.pop("klass")
+        data["status"] = self.status.value
+        data["class"] = data.pop("klass").value
         data["parents"] = list(self.parents)
         data["edits"] = [
             {
@@ -77,22 +100,30 @@ class Mutant:
         sites = tuple(Site(**e) for e in data.get("edits", ()))
         fields = {k: v for k, v in data.items() if k not in ("edits", "class")}
         fields["parents"] = tuple(fields.get("parents", ()))
-        return cls(**fields, klass=data.get("class", "unknown"), sites=sites)
+        fields["status"] = MutantStatus(fields.get("status", MutantStatus.VALID))
+        return cls(**fields, klass=MutantClass(data.get("class", MutantClass.UNKNOWN)), sites=sites)
 
 
 @dataclass(frozen=True)
 class MutantSet:
-    """The contents of a mutant directory."""
+    """The contents of a mutant directory.
+
+    ``spares``: candidates that killable-first selection validated and searched in its
+    schemata build but did not choose. They are never states; they stay in the schemata
+    with their selector values, so the chosen mutants keep theirs and every later build of
+    the set (scoring, ``hwtp ci``) is the selection's build, not a second one.
+    """
 
     design: Design
     seed: int
     mutants: tuple[Mutant, ...]
     root: Path | None = None
     witnesses: dict[str, Plan] = field(default_factory=dict, compare=False)
+    spares: tuple[Mutant, ...] = ()
 
     @property
     def valid(self) -> tuple[Mutant, ...]:
-        return tuple(m for m in self.mutants if m.status == "valid")
+        return tuple(m for m in self.mutants if m.status == MutantStatus.VALID)
 
     @property
     def states(self) -> tuple[Mutant, ...]:
@@ -137,17 +168,21 @@ class MutantSet:
         return "".join(chunks)
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "design": self.design.name,
             "design_hash": self.design.content_hash,
             "seed": self.seed,
             "mutants": [m.as_json() for m in self.mutants],
         }
+        if self.spares:  # only sets made by killable-first selection have them
+            data["spares"] = [m.as_json() for m in self.spares]
+        return data
 
 
 def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str]]:
-    """Schemata sources of the valid mutants, and the ids that could not share the build."""
-    valid = [m for m in mutant_set.valid if m.index]
+    """Schemata sources of the valid mutants (and the spares, so selector values stay those of
+    the selection's build), and the ids that could not share the build."""
+    valid = sorted([*(m for m in mutant_set.valid if m.index), *mutant_set.spares], key=lambda m: m.index)
     excluded: list[str] = []
     while True:
         try:
@@ -215,12 +250,13 @@ def load(mutdir: Path) -> MutantSet:
         data = json.loads(path.read_text(encoding="utf-8"))
         design = load_design(mutdir / "golden")
         mutants = tuple(Mutant.from_json(m) for m in data["mutants"])
+        spares = tuple(Mutant.from_json(m) for m in data.get("spares", ()))
     except (ValueError, KeyError, TypeError) as exc:
         raise MutantError(f"{path}: malformed: {exc}") from exc
     if data.get("design_hash") != design.content_hash:
         raise MutantError(f"{path}: design_hash does not match {mutdir / 'golden'} (edited by hand?)")
     witnesses = {p.stem: load_plan_file(p) for p in sorted((mutdir / "witnesses").glob("*.yaml"))}
-    return MutantSet(design, int(data.get("seed", 0)), mutants, mutdir, witnesses)
+    return MutantSet(design, int(data.get("seed", 0)), mutants, mutdir, witnesses, spares)
 
 
 def set_hash(mutant_set: MutantSet) -> str:

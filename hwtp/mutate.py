@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,7 +25,9 @@ from hwtp.mutantset import (
     MUTANTS_JSON,
     NONTERMINATING,
     Mutant,
+    MutantClass,
     MutantSet,
+    MutantStatus,
     load,
     schemata_sources,
     set_hash,
@@ -153,7 +155,7 @@ def _lint_together(design: Design, candidates: list[Mutant], config: MutationCon
     one lint vouches for all of them; when it fails, :func:`_validate` lints each candidate
     on its own to find which ones fail and why.
     """
-    numbered = [replace(m, index=i, status="valid") for i, m in enumerate(candidates, start=1)]
+    numbered = [replace(m, index=i, status=MutantStatus.VALID) for i, m in enumerate(candidates, start=1)]
     try:
         sources, excluded = schemata_sources(MutantSet(design, 0, tuple(numbered)))
     except ValueError as exc:
@@ -204,11 +206,11 @@ def _validate(design: Design, candidates: list[Mutant], config: MutationConfig) 
         if not all(_keeps_shape(design, s) for s in m.sites):
             out[m.id] = replace(
                 m,
-                status="rejected",
+                status=MutantStatus.REJECTED,
                 reason="operator precedence: the standalone text parses as a different expression than the mutation",
             )
         elif key in texts:
-            out[m.id] = replace(m, status="rejected", reason=f"duplicate of {texts[key]}")
+            out[m.id] = replace(m, status=MutantStatus.REJECTED, reason=f"duplicate of {texts[key]}")
         else:
             texts[key] = m.id
             to_lint.append(m)
@@ -217,11 +219,13 @@ def _validate(design: Design, candidates: list[Mutant], config: MutationConfig) 
     else:
         reasons = procs.map_threads(lambda m: _lint(design, staged.sources_of(m), config), to_lint, config.jobs)
     for m, reason in zip(to_lint, reasons, strict=True):
-        out[m.id] = replace(m, status="rejected", reason=f"does not compile: {reason}") if reason else m
+        out[m.id] = replace(m, status=MutantStatus.REJECTED, reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]
 
 
-def _record(number: int, sites: tuple[Site, ...], parents: tuple[str, ...] = (), klass: str = "unknown") -> Mutant:
+def _record(
+    number: int, sites: tuple[Site, ...], parents: tuple[str, ...] = (), klass: MutantClass = MutantClass.UNKNOWN
+) -> Mutant:
     last = sites[-1]
     return Mutant(
         id=f"m{number:04d}",
@@ -271,60 +275,71 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
     first = select_sites(pool, config.n * 2 if oversample and config.n else config.n, config.seed)
     checked = _validate(design, [_record(i, (s,)) for i, s in enumerate(first, start=1)], config)
     witnesses: dict[str, Plan] = {}
-    if oversample:
-        checked, witnesses = _keep_killable_first(design, config, checked)
-    level = [m for m in checked if m.status == "valid"]
+    spares: tuple[Mutant, ...] = ()
+    searched: set[str] = set()
+    if oversample:  # the chosen keep the selector values of the candidates' build (no second build)
+        checked, spares, witnesses = _keep_killable_first(design, config, checked)
+        searched = {m.id for m in checked if m.status == MutantStatus.VALID}
+    level = [m for m in checked if m.status == MutantStatus.VALID]
     for _ in range(config.depth - 1):
         children = _validate(design, _children(level, pool, config, len(checked) + 1), config)
         checked += children
-        level = [m for m in children if m.status == "valid"]
+        level = [m for m in children if m.status == MutantStatus.VALID]
     if config.equivalents:
         eq_sites = select_sites(_find(design, config, ("equivalent",)), config.equivalents, config.seed)
-        eq = [_record(len(checked) + i, (s,), klass="equivalent") for i, s in enumerate(eq_sites, start=1)]
+        eq = [_record(len(checked) + i, (s,), klass=MutantClass.EQUIVALENT) for i, s in enumerate(eq_sites, start=1)]
         checked += _validate(design, eq, config)
     if config.include_widths:
         checked = _reject_width_sites(design, config, checked)
-    result = _number(design, config.seed, checked)
+    result = _number(design, config.seed, checked, spares)
     _, excluded = schemata_sources(result)
     if excluded:
         result = _number(
             design,
             config.seed,
             [
-                replace(m, status="rejected", index=0, reason="cannot share the schemata build")
+                replace(m, status=MutantStatus.REJECTED, index=0, reason="cannot share the schemata build")
                 if m.id in excluded
                 else m
                 for m in result.mutants
             ],
+            spares,
         )
     if config.witness_cycles:
-        result = classify(result, config, witnesses)
+        result = classify(result, config, witnesses, searched)
     return result
 
 
 def _keep_killable_first(
     design: Design, config: MutationConfig, candidates: list[Mutant]
-) -> tuple[list[Mutant], dict[str, Plan]]:
-    """Classify the over-sampled candidates; keep N valid ones, killable first; renumber."""
+) -> tuple[list[Mutant], tuple[Mutant, ...], dict[str, Plan]]:
+    """Classify the over-sampled candidates in one schemata build; keep N valid ones,
+    killable first, renamed ``m0001``... with the selector values they have in that build.
+    Returns them (and the rejected candidates), the spares (valid candidates not chosen,
+    which stay in the schemata so the build is the same) and the chosen ones' witnesses."""
     assert config.n is not None
     staged = classify(_number(design, config.seed, candidates), config)
     by_site = {m.sites[0]: m for m in staged.mutants}
-    killable = [m.sites[0] for m in staged.valid if m.klass == "killable"]
-    others = [m.sites[0] for m in staged.valid if m.klass not in ("killable", NONTERMINATING)]
+    killable = [m.sites[0] for m in staged.valid if m.klass == MutantClass.KILLABLE]
+    others = [m.sites[0] for m in staged.valid if m.klass not in (MutantClass.KILLABLE, NONTERMINATING)]
     hung = [m.sites[0] for m in staged.valid if m.klass == NONTERMINATING]
     chosen = select_sites(killable, config.n, config.seed)
     for rest in (others, hung):  # unknown ones fill up first; non-terminating ones last
         chosen += select_sites(rest, config.n - len(chosen), config.seed) if len(chosen) < config.n else []
-    rejected = [m.sites[0] for m in staged.mutants if m.status != "valid"]
+    rejected = [m.sites[0] for m in staged.mutants if m.status != MutantStatus.VALID]
     kept: list[Mutant] = []
     witnesses: dict[str, Plan] = {}
     for number, site in enumerate(sorted([*chosen, *rejected]), start=1):
         old = by_site[site]
-        new = replace(old, id=f"m{number:04d}", index=0)
+        new = replace(old, id=f"m{number:04d}")
         kept.append(new)
         if old.id in staged.witnesses:
             witnesses[new.id] = rename_witness(staged.witnesses[old.id], new.id)
-    return kept, witnesses
+    taken = set(chosen)
+    spares = tuple(
+        replace(m, id=f"spare{m.index:04d}", status=MutantStatus.SPARE) for m in staged.valid if m.sites[0] not in taken
+    )
+    return kept, spares, witnesses
 
 
 def _reject_width_sites(design: Design, config: MutationConfig, mutants: list[Mutant]) -> list[Mutant]:
@@ -332,36 +347,65 @@ def _reject_width_sites(design: Design, config: MutationConfig, mutants: list[Mu
     plain = replace(config, include_widths=False)
     runtime = set(_find(design, plain)) | set(_find(design, plain, ("equivalent",)))
     return [
-        replace(m, status="rejected", reason="sizes a declaration: a schemata build cannot select it at run time")
-        if m.status == "valid" and any(s not in runtime for s in m.sites)
+        replace(
+            m, status=MutantStatus.REJECTED, reason="sizes a declaration: a schemata build cannot select it at run time"
+        )
+        if m.status == MutantStatus.VALID and any(s not in runtime for s in m.sites)
         else m
         for m in mutants
     ]
 
 
-def _number(design: Design, seed: int, mutants: list[Mutant] | tuple[Mutant, ...]) -> MutantSet:
-    """Give valid mutants selector values 1..N in id order."""
-    numbered, index = [], 0
+def _number(
+    design: Design, seed: int, mutants: list[Mutant] | tuple[Mutant, ...], spares: tuple[Mutant, ...] = ()
+) -> MutantSet:
+    """Give valid mutants selector values 1..N in id order (rejected ones 0).
+
+    With ``spares`` (a set made by killable-first selection) the values of that selection's
+    build are kept: a valid mutant that has one keeps it, and the others (higher-order
+    mutants, equivalents) get values after the largest in use."""
+    if not spares:
+        numbered, index = [], 0
+        for m in mutants:
+            if m.status == MutantStatus.VALID:
+                index += 1
+            numbered.append(replace(m, index=index if m.status == MutantStatus.VALID else 0))
+        return MutantSet(design, seed, tuple(numbered))
+    index = max((m.index for m in (*mutants, *spares)), default=0)
+    out = []
     for m in mutants:
-        if m.status == "valid":
+        if m.status != MutantStatus.VALID:
+            m = replace(m, index=0)
+        elif not m.index:
             index += 1
-        numbered.append(replace(m, index=index if m.status == "valid" else 0))
-    return MutantSet(design, seed, tuple(numbered))
+            m = replace(m, index=index)
+        out.append(m)
+    return MutantSet(design, seed, tuple(out), spares=spares)
 
 
-def classify(mutant_set: MutantSet, config: MutationConfig, known: dict[str, Plan] | None = None) -> MutantSet:
+def classify(
+    mutant_set: MutantSet,
+    config: MutationConfig,
+    known: dict[str, Plan] | None = None,
+    searched: Collection[str] = (),
+) -> MutantSet:
     """Search witnesses: killable mutants get one; an 'equivalent' with a witness is rejected;
     a mutant whose evaluation exceeds ``config.eval_timeout`` is ``nonterminating`` (with the
     reason; kept out of training states by default).
 
     ``known`` witnesses (by mutant id) are kept, and their mutants, like those already
-    classified non-terminating, are not searched again.
+    classified non-terminating and the ``searched`` ones (classified in an earlier search of
+    the same build), are not searched again.
     """
     from hwtp.witness import WitnessConfig, find_witnesses
 
     known = dict(known or {})
     schemata, _ = schemata_sources(mutant_set)
-    targets = [(m.id, m.index) for m in mutant_set.valid if m.id not in known and m.klass != NONTERMINATING]
+    targets = [
+        (m.id, m.index)
+        for m in mutant_set.valid
+        if m.id not in known and m.id not in searched and m.klass != NONTERMINATING
+    ]
     witness_config = WitnessConfig(
         cycles=config.witness_cycles,
         seed=config.seed,
@@ -383,16 +427,16 @@ def classify(mutant_set: MutantSet, config: MutationConfig, known: dict[str, Pla
             )
     out = []
     for m in mutant_set.mutants:
-        if m.id in hung and m.klass == "equivalent":
-            m = replace(m, status="rejected", reason=f"not equivalent: it does not terminate ({hung[m.id]})")
+        if m.id in hung and m.klass == MutantClass.EQUIVALENT:
+            m = replace(m, status=MutantStatus.REJECTED, reason=f"not equivalent: it does not terminate ({hung[m.id]})")
         elif m.id in hung:
             m = replace(m, klass=NONTERMINATING, reason=hung[m.id])
-        elif m.id in found and m.klass == "equivalent":
-            m = replace(m, status="rejected", reason="not equivalent: a witness tells it from golden")
+        elif m.id in found and m.klass == MutantClass.EQUIVALENT:
+            m = replace(m, status=MutantStatus.REJECTED, reason="not equivalent: a witness tells it from golden")
         elif m.id in found:
-            m = replace(m, klass="killable")
+            m = replace(m, klass=MutantClass.KILLABLE)
         out.append(m)
-    numbered = _number(mutant_set.design, mutant_set.seed, out)
+    numbered = _number(mutant_set.design, mutant_set.seed, out, mutant_set.spares)
     kept = {m.id for m in numbered.valid}
     return replace(numbered, witnesses={k: v for k, v in found.items() if k in kept})
 

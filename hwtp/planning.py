@@ -18,58 +18,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from hwtp import yamlio
 from hwtp.errors import PlanError, PolicyUnavailable
-from hwtp.mutantset import set_hash
-from hwtp.mutate import MutantSet
+from hwtp.mutantset import GOLDEN, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data, validate
-from hwtp.planset import PLAN_INDEX
-from hwtp.policy import Generated, PlanRequest, Policy
+from hwtp.planset import PLAN_INDEX, PlanRecord
+from hwtp.policy import PlanRequest, Policy
 from hwtp.prompt import Templates, build_messages
-from hwtp.score import GOLDEN
 from hwtp.yamlio import clean_text
 
 #: The error prefix of a truncated completion with no extractable plan.
 TRUNCATED = "truncated (finish_reason=length)"
-
-
-@dataclass(frozen=True)
-class PlanRecord:
-    """One line of plans.jsonl. A sample is identified by (design, mutant set, state, plan):
-    plan ids (``golden-s00``, ``m0001-s02``) repeat in every design and are never a key alone."""
-
-    plan: str
-    state: str
-    sample: int
-    policy: str
-    parameters: dict[str, Any]
-    prompt: list[dict[str, str]]
-    generated: Generated
-    error: str | None
-    design: str = ""
-    mutant_set: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        g = self.generated
-        return {
-            "design": self.design,
-            "mutant_set": self.mutant_set,
-            "plan": self.plan,
-            "state": self.state,
-            "sample": self.sample,
-            "policy": self.policy,
-            "model": g.model,
-            "parameters": self.parameters,
-            "prompt": self.prompt,
-            "completion": g.text,
-            "finish_reason": g.finish_reason,
-            "usage": g.usage,
-            "latency_s": round(g.latency_s, 4),
-            "from_cache": g.from_cache,
-            "error": self.error,
-        }
 
 
 def state_requests(mutant_set: MutantSet, states: Sequence[str], templates: Templates) -> list[PlanRequest]:

@@ -3,6 +3,10 @@
 A plan that cannot be read or parsed is kept with its reason (it scores as ``invalid``); it
 never stops the others. Plans from ``hwtp plan`` know the state they were written for
 (``state``); plain plan files do not (``state`` is None) and are scored on every state.
+
+The records of ``plans.jsonl`` (:class:`PlanRecord`) are defined here, with their one
+reader (:meth:`PlanRecord.from_json`, :func:`read_index`), used by scoring, replay, export
+and the run store alike.
 """
 
 from __future__ import annotations
@@ -14,12 +18,119 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import yamlio
-from hwtp.errors import PlanError, ScoreError
+from hwtp.errors import HwtpError, PlanError, ScoreError
 from hwtp.plan import Plan, extract_plan, load_plan_file, plan_from_data
 
 #: Index file that ``hwtp plan`` writes in its output folder.
 PLAN_INDEX = "plans.jsonl"
 _PLAN_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One sample: the completion exactly as produced, and its metadata.
+
+    ``unavailable``: the policy never produced this sample (its endpoint failed after the
+    retries; ``error`` says why). It is not a sample: it gets no plan record, so it is never
+    scored or exported, and a rerun asks for it again.
+    """
+
+    index: int
+    text: str | None
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    latency_s: float = 0.0
+    model: str = ""
+    from_cache: bool = False
+    error: str | None = None
+    unavailable: bool = False
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One line of plans.jsonl. A sample is identified by (design, mutant set, state, plan):
+    plan ids (``golden-s00``, ``m0001-s02``) repeat in every design and are never a key alone."""
+
+    plan: str
+    state: str
+    sample: int
+    policy: str
+    parameters: dict[str, Any]
+    prompt: list[dict[str, str]]
+    generated: Generated
+    error: str | None
+    design: str = ""
+    mutant_set: str = ""
+
+    @property
+    def completion(self) -> str | None:
+        return self.generated.text
+
+    def as_json(self) -> dict[str, Any]:
+        g = self.generated
+        return {
+            "design": self.design,
+            "mutant_set": self.mutant_set,
+            "plan": self.plan,
+            "state": self.state,
+            "sample": self.sample,
+            "policy": self.policy,
+            "model": g.model,
+            "parameters": self.parameters,
+            "prompt": self.prompt,
+            "completion": g.text,
+            "finish_reason": g.finish_reason,
+            "usage": g.usage,
+            "latency_s": round(g.latency_s, 4),
+            "from_cache": g.from_cache,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> PlanRecord:
+        """The record of one plans.jsonl line (parsed JSON); ``as_json`` gives it back.
+        Raises ``ValueError``/``KeyError``/``TypeError`` on a record without plan, state and
+        sample. ``design`` and ``mutant_set`` are empty in records of an older hwtp."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a plan record is a JSON object, not {type(data).__name__}")
+        sample = int(data.get("sample", 0))
+        completion = data.get("completion")
+        generated = Generated(
+            sample,
+            completion if isinstance(completion, str) else None,
+            data.get("finish_reason"),
+            data.get("usage"),
+            float(data.get("latency_s") or 0.0),
+            str(data.get("model") or ""),
+            bool(data.get("from_cache", False)),
+        )
+        return cls(
+            plan=str(data["plan"]),
+            state=str(data["state"]),
+            sample=sample,
+            policy=str(data.get("policy") or ""),
+            parameters=dict(data.get("parameters") or {}),
+            prompt=list(data.get("prompt") or []),
+            generated=generated,
+            error=data.get("error"),
+            design=str(data.get("design") or ""),
+            mutant_set=str(data.get("mutant_set") or ""),
+        )
+
+
+def read_index(index: Path, error: type[HwtpError] = ScoreError) -> list[tuple[int, PlanRecord]]:
+    """Every record of a plans.jsonl with its line number; a file that cannot be read or a
+    malformed line raises ``error`` located at ``index:line``."""
+    text = yamlio.read_text(index, error)
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, PlanRecord.from_json(json.loads(line))))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise error(f"{index}:{lineno}: malformed record: {exc}") from exc
+    return out
 
 
 @dataclass(frozen=True)
@@ -42,28 +153,19 @@ def _from_file(path: Path, plan_id: str) -> PlanInput:
 
 
 def _from_index(folder: Path) -> list[PlanInput]:
-    out = []
     index = folder / PLAN_INDEX
-    text = yamlio.read_text(index, ScoreError)
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            plan_id, state = str(record["plan"]), str(record["state"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ScoreError(f"{index}:{lineno}: malformed record: {exc}") from exc
-        completion = record.get("completion")
-        if isinstance(completion, str):
-            try:
-                plan: Plan | None = extract_plan(completion, source=f"{plan_id}")
-                error = None
-            except PlanError as exc:
-                plan, error = None, str(exc)
-        else:
-            plan, error = None, record.get("error") or "no completion"
-        out.append(PlanInput(plan_id, plan, error, state, f"{index}:{lineno}", record))
-    return out
+    return [plan_input(record, f"{index}:{lineno}") for lineno, record in read_index(index)]
+
+
+def plan_input(record: PlanRecord, source: str = "") -> PlanInput:
+    """The plan of a plans.jsonl record to score, or the reason it is invalid."""
+    if record.completion is None:
+        return PlanInput(record.plan, None, record.error or "no completion", record.state, source, record.as_json())
+    try:
+        plan = extract_plan(record.completion, source=record.plan)
+    except PlanError as exc:
+        return PlanInput(record.plan, None, str(exc), record.state, source, record.as_json())
+    return PlanInput(record.plan, plan, None, record.state, source, record.as_json())
 
 
 def _stdin(text: str) -> list[PlanInput]:

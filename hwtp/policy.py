@@ -1,6 +1,8 @@
 """Policies that write test plans: ``openai`` (an OpenAI-compatible endpoint), ``random``
-(the built-in offline baseline) and ``replay`` (stored completions). One small interface,
-one name registry (:func:`get_policy`).
+(the built-in offline baseline) and ``replay`` (stored completions). One small interface
+(:class:`Policy`), one list of names (``POLICIES``, :func:`check_policy_name`) and one
+place that makes a policy from its settings (:func:`make_policy`, used by ``hwtp plan`` and
+``hwtp run``).
 
 Every policy returns, for each state, G :class:`Generated` samples: the completion text
 exactly as produced and its metadata. The random policy's completion is the YAML of a
@@ -11,17 +13,19 @@ on golden; its files look exactly like an LLM's.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from hwtp import yamlio
-from hwtp.errors import ConfigError, PolicyError
-from hwtp.mutate import MutantSet, schemata_sources
-from hwtp.plan import to_data
-from hwtp.planset import PLAN_INDEX
+from hwtp.cache import ResponseCache
+from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
+from hwtp.errors import ConfigError, EndpointAuthError, PolicyError
+from hwtp.llm import ChatRequest, ClientConfig, SamplingParams, complete_many
+from hwtp.mutantset import MutantSet, schemata_sources
+from hwtp.plan import json_schema, to_data
+from hwtp.planset import PLAN_INDEX, Generated, PlanRecord, read_index
 from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
@@ -36,26 +40,6 @@ class PlanRequest:
 
     state: str
     messages: list[dict[str, str]]
-
-
-@dataclass(frozen=True)
-class Generated:
-    """One sample: the completion exactly as produced, and its metadata.
-
-    ``unavailable``: the policy never produced this sample (its endpoint failed after the
-    retries; ``error`` says why). It is not a sample: it gets no plan record, so it is never
-    scored or exported, and a rerun asks for it again.
-    """
-
-    index: int
-    text: str | None
-    finish_reason: str | None = None
-    usage: dict[str, int] | None = None
-    latency_s: float = 0.0
-    model: str = ""
-    from_cache: bool = False
-    error: str | None = None
-    unavailable: bool = False
 
 
 class Policy(Protocol):
@@ -132,13 +116,9 @@ class ReplayPolicy:
         index = self.source / PLAN_INDEX
         if not index.is_file():
             raise PolicyError(f"--from {self.source}: no {PLAN_INDEX} (not an hwtp plan folder)")
-        stored: dict[tuple[str, int], dict[str, Any]] = {}
-        for lineno, line in enumerate(index.read_text(encoding="utf-8").splitlines(), start=1):
-            try:
-                record = json.loads(line)
-                stored[(str(record["state"]), int(record["sample"]))] = record
-            except (ValueError, KeyError, TypeError) as exc:
-                raise PolicyError(f"{index}:{lineno}: malformed record: {exc}") from exc
+        stored: dict[tuple[str, int], PlanRecord] = {
+            (rec.state, rec.sample): rec for _, rec in read_index(index, PolicyError)
+        }
         out = []
         for r in requests:
             row = []
@@ -147,18 +127,8 @@ class ReplayPolicy:
                 if rec is None:
                     row.append(Generated(k, None, error=f"no stored completion for {r.state} sample {k}"))
                 else:
-                    row.append(
-                        Generated(
-                            k,
-                            rec.get("completion"),
-                            rec.get("finish_reason"),
-                            rec.get("usage"),
-                            0.0,
-                            rec.get("model", ""),
-                            True,
-                            rec.get("error"),
-                        )
-                    )
+                    g = rec.generated
+                    row.append(Generated(k, g.text, g.finish_reason, g.usage, 0.0, g.model, True, rec.error))
             out.append(row)
         return out
 
@@ -167,8 +137,8 @@ class ReplayPolicy:
 class OpenAIPolicy:
     """An OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp, TGI, hosted APIs)."""
 
-    config: Any  # hwtp.llm.ClientConfig
-    params: Any  # hwtp.llm.SamplingParams
+    config: ClientConfig
+    params: SamplingParams
     cache_folder: Path | None = None
     refresh: bool = False
     name: str = "openai"
@@ -186,12 +156,7 @@ class OpenAIPolicy:
         }
 
     def generate(self, requests: Sequence[PlanRequest], samples: int) -> list[list[Generated]]:
-        from hwtp.cache import ResponseCache
-        from hwtp.llm import ChatRequest, complete_many
-
         chat = [ChatRequest(r.messages, self.params, n=samples) for r in requests]
-        from hwtp.errors import EndpointAuthError
-
         with ResponseCache(self.cache_folder) as cache:
             results = complete_many(self.config, chat, cache=cache, refresh=self.refresh)
         for result in results:
@@ -232,3 +197,62 @@ def check_policy_name(name: str) -> str:
     if name not in POLICIES:
         raise ConfigError(f"unknown policy {name!r} (valid: {', '.join(POLICIES)})")
     return name
+
+
+def make_policy(
+    name: str,
+    mutant_set: MutantSet,
+    *,
+    seed: int = 0,
+    replay_from: Path | str | None = None,
+    endpoint: str | None = None,
+    model: str | None = None,
+    api_key_env: str = DEFAULT_API_KEY_VAR,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    structured: bool = False,
+    concurrency: int = 8,
+    timeout: float = 300.0,
+    retries: int = 5,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    refresh: bool = False,
+) -> Policy:
+    """The policy ``name`` with its settings (``hwtp plan``'s options, ``hwtp run``'s configuration).
+
+    ``openai`` needs ``endpoint`` and ``model`` (``timeout`` is each request's total deadline;
+    ``structured`` asks for JSON matching the plan schema); ``replay`` needs ``replay_from``
+    (an earlier ``hwtp plan`` folder); ``random`` is seeded by ``seed``.
+    """
+    check_policy_name(name)
+    if name == "random":
+        return RandomPolicy(mutant_set, seed=seed)
+    if name == "replay":
+        if replay_from is None:
+            raise ConfigError("--policy replay needs --from DIR (an earlier hwtp plan output)")
+        return ReplayPolicy(Path(replay_from))
+    if not endpoint or not model:
+        raise ConfigError("--policy openai needs --endpoint URL and --model NAME")
+    response_format = (
+        {"type": "json_schema", "json_schema": {"name": "test_plan", "schema": json_schema()}} if structured else None
+    )
+    params = SamplingParams(
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        seed=seed,
+        stop=tuple(stop),
+        response_format=response_format,
+    )
+    client = ClientConfig(
+        endpoint=endpoint,
+        model=model,
+        api_key_env=api_key_env,
+        concurrency=concurrency,
+        read_timeout=timeout,
+        request_timeout=timeout,
+        max_retries=retries,
+        max_response_bytes=max_response_bytes,
+    )
+    return OpenAIPolicy(client, params, refresh=refresh)

@@ -21,17 +21,28 @@ from typing import Any
 from hwtp import mutate as engine
 from hwtp.advantage import advantage_records, preset, summarize
 from hwtp.design import Design, load_design, shipped_names
-from hwtp.errors import PlanError, StoreError
+from hwtp.errors import StoreError
 from hwtp.export import ExportOptions, base_records, check_format_dependencies, write_export
-from hwtp.plan import extract_plan
+from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, failure_reasons, plan_states
-from hwtp.planset import PlanInput
-from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy
+from hwtp.planset import PlanInput, plan_input
+from hwtp.policy import Policy, make_policy
 from hwtp.prompt import Templates
 from hwtp.runconfig import STAGES, RunConfig, changes, first_stage
-from hwtp.score import GOLDEN, RewardLevels, ScoreConfig, assemble, prepare, run_evaluations, schemata_build
+from hwtp.score import (
+    INDETERMINATE,
+    RewardLevels,
+    SampleResult,
+    ScoreConfig,
+    assemble,
+    detection_rate,
+    golden_pass_rate,
+    prepare,
+    run_evaluations,
+    schemata_build,
+)
 from hwtp.sim.runner import EvalResult, ResultTail
-from hwtp.store import PlanRow, Store, open_store
+from hwtp.store import AdvantageRow, DesignRow, PlanRow, StateRow, Store, open_store
 
 Event = Callable[..., None]
 
@@ -55,7 +66,7 @@ def check_config(store: Store, config: RunConfig, force: str | None) -> None:
     """Refuse a changed configuration unless ``force`` names a stage early enough to redo it."""
     old = store.get_meta("config")
     new = config.fingerprint()
-    if old is None or not store.stage_counts():  # nothing done yet: nothing to protect
+    if old is None or not store.finished_stages():  # nothing done yet: nothing to protect
         store.set_meta("config", new)
         return
     diff = changes(old, new)
@@ -89,37 +100,33 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
         ),
     )
     engine.write(result, mutdir)
-    states = [(GOLDEN, 0), *((m.id, m.index) for m in result.states)]  # non-terminating ones left out
+    states = [StateRow(GOLDEN, 0), *(StateRow(m.id, m.index) for m in result.states)]  # non-terminating left out
     if result.nonterminating:
         on_event("note", design=design.name, text=f"{len(result.nonterminating)} non-terminating mutant(s) left out")
         store.bump("nonterminating_mutants", len(result.nonterminating))
-    store.put_design(
-        design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result), states
-    )
+    row = DesignRow(design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result))
+    store.put_design(row, states)
     return engine.load(mutdir)
 
 
-def make_policy(config: RunConfig, mutant_set: engine.MutantSet) -> Any:
-    if config.policy == "random":
-        return RandomPolicy(mutant_set, seed=config.seed)
-    if config.policy == "replay":
-        return ReplayPolicy(Path(config.replay_from or "."))
-    from hwtp.llm import ClientConfig, SamplingParams
-
-    params = SamplingParams(
-        temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed
-    )
-    client = ClientConfig(
-        endpoint=config.endpoint or "",
-        model=config.model or "",
+def run_policy(config: RunConfig, mutant_set: engine.MutantSet) -> Policy:
+    """The configured policy (:func:`hwtp.policy.make_policy`)."""
+    return make_policy(
+        config.policy,
+        mutant_set,
+        seed=config.seed,
+        replay_from=config.replay_from,
+        endpoint=config.endpoint,
+        model=config.model,
         api_key_env=config.api_key_env,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_tokens=config.max_tokens,
         concurrency=config.concurrency,
-        read_timeout=config.timeout,
-        request_timeout=config.timeout,
-        max_retries=config.retries,
+        timeout=config.timeout,
+        retries=config.retries,
         max_response_bytes=config.max_response_bytes,
     )
-    return OpenAIPolicy(client, params)
 
 
 def plan_stage(
@@ -134,7 +141,7 @@ def plan_stage(
     have = store.plan_keys(name)
     states = store.states(name)
     missing = [s for s in states if any((s, k) not in have for k in range(config.samples))]
-    policy = make_policy(config, mutant_set)
+    policy = run_policy(config, mutant_set)
     templates = Templates.load()
     # Chunks: one batched simulation for the offline policies; `concurrency` concurrent
     # requests for an endpoint. Each chunk is stored in one transaction as it completes.
@@ -144,16 +151,14 @@ def plan_stage(
         chunk = missing[start : start + size]
         on_event("progress", design=name, stage="plan", done=len(states) - len(missing) + start, total=len(states))
         records = plan_states(mutant_set, chunk, config.samples, policy, templates, failures)
-        rows = [
-            PlanRow(name, r.state, r.sample, r.plan, r.as_json()) for r in records if (r.state, r.sample) not in have
-        ]
+        rows = [PlanRow(name, r.state, r.sample, r.plan, r) for r in records if (r.state, r.sample) not in have]
         store.put_plans(rows)
         store.bump("policy_samples", len(rows))
         fresh = [r for r in records if not r.generated.from_cache and r.generated.usage]
         if fresh:
             store.bump("llm_completions", len(fresh))
             store.bump("llm_tokens", sum(sum((r.generated.usage or {}).values()) for r in fresh))
-        truncated = sum(1 for r in rows if r.record.get("finish_reason") == "length")
+        truncated = sum(1 for r in rows if r.record.generated.finish_reason == "length")
         if truncated:
             store.bump("policy_truncated", truncated)
         if failures:  # the endpoint failed after its retries: asking on would only wait again
@@ -163,16 +168,7 @@ def plan_stage(
 
 
 def plan_inputs(store: Store, design: str) -> list[PlanInput]:
-    out = []
-    for row in store.plans(design):
-        completion = row.record.get("completion")
-        try:
-            if completion is None:
-                raise PlanError(row.record.get("error") or "no completion")
-            out.append(PlanInput(row.plan, extract_plan(completion, source=row.plan), state=row.state, meta=row.record))
-        except PlanError as exc:
-            out.append(PlanInput(row.plan, None, str(exc), state=row.state, meta=row.record))
-    return out
+    return [plan_input(row.record) for row in store.plans(design)]
 
 
 def _ingest_leftovers(store: Store, design: str, workdir: Path, wanted: set[str]) -> int:
@@ -181,7 +177,7 @@ def _ingest_leftovers(store: Store, design: str, workdir: Path, wanted: set[str]
     for path in sorted(workdir.rglob("results.jsonl")):
         tail = ResultTail(path)
         for result in tail.poll():
-            if result.id in wanted and store.put_evaluation(design, result.id, result.as_line()):
+            if result.id in wanted and store.put_evaluation(design, result):
                 count += 1
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -206,7 +202,7 @@ def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, o
         build = schemata_build(mutant_set)
 
         def keep(result: EvalResult) -> None:  # called from the simulator-watch threads
-            store.put_evaluation(name, result.id, result.as_line(), counter="simulations")
+            store.put_evaluation(name, result, counter="simulations")
 
         def tick(n: int) -> None:
             nonlocal done
@@ -220,28 +216,23 @@ def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, o
         shutil.rmtree(workdir, ignore_errors=True)
     with contextlib.suppress(OSError):
         workdir.parent.rmdir()  # the work folder, once empty
-    results = {k: EvalResult.from_line(v) for k, v in store.evaluations(name).items()}
-    samples = assemble(prepared, results, RewardLevels())
-    store.put_samples(name, [(s.plan, s.state, s.outcome.value, s.reward, s.detail, s.ceiling) for s in samples])
+    store.put_samples(name, assemble(prepared, store.evaluations(name), RewardLevels()))
     return seconds
 
 
+def score_doc(store: Store, design: str, samples: list[SampleResult]) -> dict[str, Any]:
+    """``design``'s samples in the scores JSON shape (``hwtp score --json``)."""
+    row = store.design_row(design)
+    return {
+        "design": design,
+        "mutant_set": row.set_hash if row else "",
+        "rewards": RewardLevels().as_dict(),
+        "results": [s.as_dict() for s in samples],
+    }
+
+
 def score_docs(store: Store, designs: list[str]) -> list[dict[str, Any]]:
-    docs = []
-    for d in designs:
-        row = store.design_row(d) or {}
-        results = [
-            {k: s[k] for k in ("plan", "state", "outcome", "reward", "ceiling", "detail")} for s in store.samples(d)
-        ]
-        docs.append(
-            {
-                "design": d,
-                "mutant_set": row.get("set_hash", ""),
-                "rewards": RewardLevels().as_dict(),
-                "results": results,
-            }
-        )
-    return docs
+    return [score_doc(store, d, store.samples(d)) for d in designs]
 
 
 def advantage_stage(store: Store, designs: list[str], config: RunConfig) -> list[dict[str, Any]]:
@@ -251,7 +242,7 @@ def advantage_stage(store: Store, designs: list[str], config: RunConfig) -> list
     for r in records:
         r["mutant_set"] = hashes[r["design"]]
     store.put_advantages(
-        [(r["design"], r["plan"], r["state"], r["group"], float(r["advantage"])) for r in records], designs
+        [AdvantageRow(r["design"], r["plan"], r["state"], r["group"], float(r["advantage"])) for r in records], designs
     )
     return records
 
@@ -317,13 +308,12 @@ def incomplete_planning(
 def summary(store: Store, designs: list[str], config: RunConfig, sim_seconds: float = 0.0) -> dict[str, Any]:
     """Per design and overall: golden pass rate, detection rate, mean reward, reward
     histogram, zero-advantage groups by state vs design, evaluations/s, LLM tokens."""
-    docs = score_docs(store, designs)
+    samples = {d: store.samples(d) for d in designs}
+    docs = {d: score_doc(store, d, samples[d]) for d in designs}
     cfg = preset(config.preset)
-    per_design = {}
-    for doc in docs:
-        per_design[doc["design"]] = _numbers(doc["results"], summarize([doc], cfg) if doc["results"] else None)
-    everything = [r for d in docs for r in d["results"]]
-    overall = _numbers(everything, summarize([d for d in docs if d["results"]], cfg) if everything else None)
+    per_design = {d: _numbers(samples[d], summarize([docs[d]], cfg) if samples[d] else None) for d in designs}
+    everything = [s for d in designs for s in samples[d]]
+    overall = _numbers(everything, summarize([docs[d] for d in designs if samples[d]], cfg) if everything else None)
     counters = store.counters()
     simulated = counters.get("simulations", 0)
     overall["evaluations_per_s"] = round(simulated / sim_seconds, 1) if sim_seconds else None
@@ -331,19 +321,16 @@ def summary(store: Store, designs: list[str], config: RunConfig, sim_seconds: fl
     return {"designs": per_design, "overall": overall, "counters": counters}
 
 
-def _numbers(results: list[dict[str, Any]], zero: dict[str, Any] | None) -> dict[str, Any]:
-    by_plan: dict[str, bool] = {}
-    for r in results:
-        by_plan[r["plan"]] = by_plan.get(r["plan"], False) or r["outcome"] in ("passed", "detected")
-    mutant = [r for r in results if r["state"] != GOLDEN]
+def _numbers(results: list[SampleResult], zero: dict[str, Any] | None) -> dict[str, Any]:
+    """The summary numbers of some samples; the rates are the scorer's own (:mod:`hwtp.score`)."""
     hist: dict[str, int] = {}
     for r in results:
-        hist[f"{r['reward']:g}"] = hist.get(f"{r['reward']:g}", 0) + 1
+        hist[f"{r.reward:g}"] = hist.get(f"{r.reward:g}", 0) + 1
     return {
         "samples": len(results),
-        "golden_pass_rate": sum(by_plan.values()) / len(by_plan) if by_plan else 0.0,
-        "detection_rate": sum(r["outcome"] == "detected" for r in mutant) / len(mutant) if mutant else 0.0,
-        "mean_reward": sum(r["reward"] for r in results) / len(results) if results else 0.0,
+        "golden_pass_rate": golden_pass_rate(results),
+        "detection_rate": detection_rate(results),
+        "mean_reward": sum(r.reward for r in results) / len(results) if results else 0.0,
         "reward_histogram": dict(sorted(hist.items())),
         "zero_advantage_groups": {k: round(v.share, 4) for k, v in zero.items()} if zero else {},
     }
@@ -367,12 +354,12 @@ def status(rundir: Path) -> dict[str, Any]:
                 "plan": {
                     "done": len(plans),
                     "total": len(states) * config.samples,
-                    "invalid": sum(1 for p in plans if p.record.get("error")),
+                    "invalid": sum(1 for p in plans if p.record.error),
                 },
                 "score": {
                     "done": store.evaluation_count(name),
                     "samples": len(samples),
-                    "failures": sum(1 for s in samples if s["outcome"] in ("timeout", "error")),
+                    "failures": sum(1 for s in samples if s.outcome in INDETERMINATE),
                 },
                 "advantage": store.stage_done(name, "advantage"),
                 "export": store.stage_done(name, "export"),

@@ -10,14 +10,14 @@ indeterminate (never a kill).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from hwtp.errors import PlanError, ScoreError
-from hwtp.mutate import MutantSet, schemata_sources, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, schemata_sources, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.sim import procs
@@ -27,16 +27,20 @@ from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import Counters, EvalResult, run_job, run_parallel
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
-GOLDEN = "golden"
-
 
 class Outcome(str, Enum):
+    """A sample's outcome (str-valued: the scores JSON and the run store hold the value)."""
+
     INVALID = "invalid"
     GOLDEN_FAIL = "golden_fail"
     PASSED = "passed"
     DETECTED = "detected"
     TIMEOUT = "timeout"
     ERROR = "error"
+
+
+#: Outcomes that prove nothing (the simulation did not finish): never a reward a trainer uses.
+INDETERMINATE = frozenset({Outcome.TIMEOUT, Outcome.ERROR})
 
 
 @dataclass(frozen=True)
@@ -114,20 +118,33 @@ class Scores:
 
     @property
     def golden_pass_rate(self) -> float:
-        """Share of plans that pass on golden."""
-        by_plan: dict[str, bool] = {}
-        for r in self.results:
-            ok = r.outcome in (Outcome.PASSED, Outcome.DETECTED) or (
-                r.outcome == Outcome.TIMEOUT and bool(r.detail and r.detail.get("golden") == "pass")
-            )
-            by_plan[r.plan] = by_plan.get(r.plan, False) or ok
-        return sum(by_plan.values()) / len(by_plan) if by_plan else 0.0
+        return golden_pass_rate(self.results)
 
     @property
     def detection_rate(self) -> float:
-        """Share of (mutant state, plan) samples where the plan detects the bug."""
-        mutant = [r for r in self.results if r.state != GOLDEN]
-        return sum(r.outcome == Outcome.DETECTED for r in mutant) / len(mutant) if mutant else 0.0
+        return detection_rate(self.results)
+
+
+def passed_golden(result: SampleResult) -> bool:
+    """The sample's plan passed on golden: it passed or detected, or its mutant run timed out
+    or failed after golden had passed (``detail["golden"] == "pass"``)."""
+    return result.outcome in (Outcome.PASSED, Outcome.DETECTED) or (
+        result.outcome in INDETERMINATE and bool(result.detail and result.detail.get("golden") == "pass")
+    )
+
+
+def golden_pass_rate(results: Iterable[SampleResult]) -> float:
+    """Share of plans that pass on golden (a plan counts once, however many states it is scored on)."""
+    by_plan: dict[str, bool] = {}
+    for r in results:
+        by_plan[r.plan] = by_plan.get(r.plan, False) or passed_golden(r)
+    return sum(by_plan.values()) / len(by_plan) if by_plan else 0.0
+
+
+def detection_rate(results: Iterable[SampleResult]) -> float:
+    """Share of (mutant state, plan) samples where the plan detects the bug."""
+    mutant = [r for r in results if r.state != GOLDEN]
+    return sum(r.outcome == Outcome.DETECTED for r in mutant) / len(mutant) if mutant else 0.0
 
 
 def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[str, int]]:
@@ -238,7 +255,7 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
         for s in (GOLDEN, state):
             key = f"{p.id}@{s}"
             wanted.setdefault(key, Evaluation(key, ops, index[s], cycles=cycles))
-    equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == "equivalent")
+    equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
     return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states), equivalent)
 
 

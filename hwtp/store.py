@@ -28,6 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.errors import StoreError
+from hwtp.mutantset import GOLDEN
+from hwtp.planset import PlanRecord
+from hwtp.score import Outcome, SampleResult
+from hwtp.sim.runner import EvalResult
 
 DB_NAME = "run.db"
 LOCK_NAME = "run.lock"
@@ -60,12 +64,44 @@ _MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
 
 
 @dataclass(frozen=True)
+class DesignRow:
+    """A design of the run and its mutant set (``mutdir`` relative to the run folder)."""
+
+    name: str
+    ref: str
+    hash: str
+    mutdir: str
+    set_hash: str
+
+
+@dataclass(frozen=True)
+class StateRow:
+    """A state of a design and its selector value in the schemata build (0: golden)."""
+
+    state: str
+    selector: int
+
+
+@dataclass(frozen=True)
 class PlanRow:
+    """A stored plan: its plans.jsonl record, keyed by (design, state, sample)."""
+
     design: str
     state: str
     sample: int
     plan: str
-    record: dict[str, Any]
+    record: PlanRecord
+
+
+@dataclass(frozen=True)
+class AdvantageRow:
+    """A sample's advantage and the group it was computed in."""
+
+    design: str
+    plan: str
+    state: str
+    group: str
+    advantage: float
 
 
 class Store:
@@ -153,29 +189,31 @@ class Store:
         with self.transaction() as c:
             c.execute("DELETE FROM designs")
 
-    def stage_counts(self) -> dict[tuple[str, str], bool]:
-        return {(d, s): True for d, s in self._all("SELECT design, stage FROM stages")}
+    def finished_stages(self) -> set[tuple[str, str]]:
+        """Every (design, stage) finished."""
+        return {(d, s) for d, s in self._all("SELECT design, stage FROM stages")}
 
     # ---------------------------------------------------------------- designs and states
-    def put_design(
-        self, name: str, ref: str, design_hash: str, mutdir: str, set_hash: str, states: Sequence[tuple[str, int]]
-    ) -> None:
+    def put_design(self, row: DesignRow, states: Sequence[StateRow]) -> None:
+        """Store a design, its mutant set and its states, and finish its mutate stage."""
         with self.transaction() as c:
             c.execute(
                 "INSERT OR REPLACE INTO designs (name, ref, hash, mutdir, set_hash) VALUES (?, ?, ?, ?, ?)",
-                (name, ref, design_hash, mutdir, set_hash),
+                (row.name, row.ref, row.hash, row.mutdir, row.set_hash),
             )
-            c.execute("DELETE FROM states WHERE design = ?", (name,))
+            c.execute("DELETE FROM states WHERE design = ?", (row.name,))
             c.executemany(
-                "INSERT INTO states (design, state, selector) VALUES (?, ?, ?)", [(name, s, k) for s, k in states]
+                "INSERT INTO states (design, state, selector) VALUES (?, ?, ?)",
+                [(row.name, s.state, s.selector) for s in states],
             )
-            self.finish_stage(name, "mutate", c)
+            self.finish_stage(row.name, "mutate", c)
 
-    def design_row(self, name: str) -> dict[str, Any] | None:
+    def design_row(self, name: str) -> DesignRow | None:
         rows = self._all("SELECT name, ref, hash, mutdir, set_hash FROM designs WHERE name = ?", (name,))
         if not rows:
             return None
-        return dict(zip(("name", "ref", "hash", "mutdir", "set_hash"), rows[0], strict=True))
+        n, ref, hash_, mutdir, set_hash = rows[0]
+        return DesignRow(n, ref, hash_, mutdir or "", set_hash or "")
 
     def states(self, design: str) -> list[str]:
         return [s for (s,) in self._all("SELECT state FROM states WHERE design = ? ORDER BY selector", (design,))]
@@ -185,7 +223,7 @@ class Store:
         with self.transaction() as c:
             c.executemany(
                 "INSERT OR IGNORE INTO plans (design, state, sample, plan, record) VALUES (?, ?, ?, ?, ?)",
-                [(r.design, r.state, r.sample, r.plan, json.dumps(r.record, sort_keys=True)) for r in rows],
+                [(r.design, r.state, r.sample, r.plan, json.dumps(r.record.as_json(), sort_keys=True)) for r in rows],
             )
 
     def plan_keys(self, design: str) -> set[tuple[str, int]]:
@@ -194,19 +232,19 @@ class Store:
     def plans(self, design: str) -> list[PlanRow]:
         rows = self._all(
             "SELECT design, state, sample, plan, record FROM plans WHERE design = ? "
-            "ORDER BY state = 'golden' DESC, state, sample",
-            (design,),
+            "ORDER BY state = ? DESC, state, sample",
+            (design, GOLDEN),
         )
-        return [PlanRow(d, s, int(k), p, json.loads(r)) for d, s, k, p, r in rows]
+        return [PlanRow(d, s, int(k), p, PlanRecord.from_json(json.loads(r))) for d, s, k, p, r in rows]
 
     # ---------------------------------------------------------------- evaluations
-    def put_evaluation(self, design: str, key: str, result: dict[str, Any], counter: str | None = None) -> bool:
-        """Store one evaluation result (and bump ``counter`` in the same transaction when it
-        is new); False when it was already there."""
+    def put_evaluation(self, design: str, result: EvalResult, counter: str | None = None) -> bool:
+        """Store one evaluation result, keyed by its id, as the harness wrote it (and bump
+        ``counter`` in the same transaction when it is new); False when it was already there."""
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT OR IGNORE INTO evaluations (design, key, result) VALUES (?, ?, ?)",
-                (design, key, json.dumps(result, sort_keys=True)),
+                (design, result.id, json.dumps(result.as_line(), sort_keys=True)),
             )
             fresh = cur.rowcount == 1
             if fresh and counter:
@@ -220,54 +258,59 @@ class Store:
     def evaluation_count(self, design: str) -> int:
         return int(self._all("SELECT COUNT(*) FROM evaluations WHERE design = ?", (design,))[0][0])
 
-    def evaluations(self, design: str) -> dict[str, dict[str, Any]]:
+    def evaluations(self, design: str) -> dict[str, EvalResult]:
         return {
-            k: json.loads(r) for k, r in self._all("SELECT key, result FROM evaluations WHERE design = ?", (design,))
+            k: EvalResult.from_line(json.loads(r))
+            for k, r in self._all("SELECT key, result FROM evaluations WHERE design = ?", (design,))
         }
 
     # ---------------------------------------------------------------- samples and advantages
-    def put_samples(self, design: str, rows: Sequence[tuple[str, str, str, float, Any, float | None]]) -> None:
-        """Replace ``design``'s samples: (plan, state, outcome, reward, detail, ceiling) rows."""
+    def put_samples(self, design: str, rows: Sequence[SampleResult]) -> None:
+        """Replace ``design``'s samples and finish its score stage."""
         with self.transaction() as c:
             c.execute("DELETE FROM samples WHERE design = ?", (design,))
             c.executemany(
                 "INSERT INTO samples (design, plan, state, outcome, reward, detail, ceiling) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (design, p, s, o, r, json.dumps(d, sort_keys=True) if d is not None else None, top)
-                    for p, s, o, r, d, top in rows
+                    (
+                        design,
+                        r.plan,
+                        r.state,
+                        r.outcome.value,
+                        r.reward,
+                        json.dumps(r.detail, sort_keys=True) if r.detail is not None else None,
+                        r.ceiling,
+                    )
+                    for r in rows
                 ],
             )
             self.finish_stage(design, "score", c)
 
-    def samples(self, design: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT design, plan, state, outcome, reward, detail, ceiling FROM samples"
+    def samples(self, design: str) -> list[SampleResult]:
         rows = self._all(
-            sql + (" WHERE design = ?" if design else "") + " ORDER BY design, plan, state", (design,) if design else ()
+            "SELECT plan, state, outcome, reward, detail, ceiling FROM samples WHERE design = ? ORDER BY plan, state",
+            (design,),
         )
         return [
-            {
-                "design": d,
-                "plan": p,
-                "state": s,
-                "outcome": o,
-                "reward": r,
-                "ceiling": top,
-                "detail": json.loads(x) if x else None,
-            }
-            for d, p, s, o, r, x, top in rows
+            SampleResult(p, s, Outcome(o), float(r), json.loads(x) if x else None, top)
+            for p, s, o, r, x, top in rows
         ]
 
-    def put_advantages(self, rows: Sequence[tuple[str, str, str, str, float]], designs: Sequence[str]) -> None:
+    def put_advantages(self, rows: Sequence[AdvantageRow], designs: Sequence[str]) -> None:
+        """Replace every advantage and finish the advantage stage of ``designs``."""
         with self.transaction() as c:
             c.execute("DELETE FROM advantages")
-            c.executemany("INSERT INTO advantages (design, plan, state, grp, advantage) VALUES (?, ?, ?, ?, ?)", rows)
+            c.executemany(
+                "INSERT INTO advantages (design, plan, state, grp, advantage) VALUES (?, ?, ?, ?, ?)",
+                [(r.design, r.plan, r.state, r.group, r.advantage) for r in rows],
+            )
             for d in designs:
                 self.finish_stage(d, "advantage", c)
 
-    def advantages(self) -> dict[tuple[str, str, str], tuple[str, float]]:
-        rows = self._all("SELECT design, plan, state, grp, advantage FROM advantages")
-        return {(d, p, s): (g, a) for d, p, s, g, a in rows}
+    def advantages(self) -> list[AdvantageRow]:
+        rows = self._all("SELECT design, plan, state, grp, advantage FROM advantages ORDER BY design, plan, state")
+        return [AdvantageRow(d, p, s, g, float(a)) for d, p, s, g, a in rows]
 
     def put_export(self, fmt: str, manifest: dict[str, Any], designs: Sequence[str]) -> None:
         with self.transaction() as c:

@@ -11,9 +11,10 @@ import pytest
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
+from hwtp.mutantset import GOLDEN
 from hwtp.plan import load_plan_file
 from hwtp.planset import PlanInput
-from hwtp.score import GOLDEN, Outcome, ScoreConfig, score
+from hwtp.score import Outcome, ScoreConfig, score
 from hwtp.sim.backends import backend_names, get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles

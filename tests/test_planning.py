@@ -13,11 +13,12 @@ import pytest
 
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
+from hwtp.mutantset import GOLDEN
 from hwtp.planning import plan_states, state_requests, write_plans
 from hwtp.planset import read_plans
 from hwtp.policy import RandomPolicy
 from hwtp.prompt import Templates
-from hwtp.score import GOLDEN, Outcome, ScoreConfig, score
+from hwtp.score import Outcome, ScoreConfig, score
 
 _spec = importlib.util.spec_from_file_location("hwtp_tests_llm_server_p", Path(__file__).with_name("llm_server.py"))
 assert _spec and _spec.loader

@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
-from hwtp.store import DB_NAME
+from hwtp.run import summary
+from hwtp.runconfig import RunConfig
+from hwtp.score import Outcome, RewardLevels, SampleResult, Scores
+from hwtp.store import DB_NAME, DesignRow, StateRow, open_store
 
 DESIGNS = ("adder_carry", "counter_en_load", "gray_converter")
 ARGS = ("--states", "3", "-G", "4", "--witness-cycles", "200", "-j", "1", "--seed", "1")
@@ -305,3 +308,40 @@ def test_relative_run_folder_and_cache_as_a_new_user_types_them(
     assert "gray_converter" in out and " 100%" in out
     code, out, err = run_cli("sim", "gray_converter")
     assert code == 0, err
+
+
+def test_summary_golden_pass_rate_is_the_scorers(tmp_path: Path) -> None:
+    """A plan that passed on golden and then timed out on its mutant passed golden: the run's
+    summary and ``hwtp score`` count it alike (one definition, in hwtp.score)."""
+    samples = [
+        SampleResult("golden-s00", "golden", Outcome.PASSED, 1.0, None, 1.0),
+        SampleResult("m0001-s00", "m0001", Outcome.TIMEOUT, 1.0, {"golden": "pass", "reason": "exceeded 3 s"}, 2.0),
+        SampleResult("m0002-s00", "m0002", Outcome.GOLDEN_FAIL, 0.0, {"step": 2}, 2.0),
+    ]
+    scores = Scores("d", RewardLevels(), tuple(samples), ("golden", "m0001", "m0002"),
+                    tuple(s.plan for s in samples), 5, 0.1, 0.0, True)
+    with open_store(tmp_path / "run") as store:
+        store.put_design(DesignRow("d", "d.sv", "h", "designs/d/mutants", "s" * 64), [StateRow("golden", 0)])
+        store.put_samples("d", samples)
+        numbers = summary(store, ["d"], RunConfig())
+    assert scores.golden_pass_rate == pytest.approx(2 / 3)
+    assert numbers["designs"]["d"]["golden_pass_rate"] == scores.golden_pass_rate
+    assert numbers["overall"]["golden_pass_rate"] == scores.golden_pass_rate
+    assert numbers["designs"]["d"]["detection_rate"] == scores.detection_rate == 0.0
+
+
+def test_one_schemata_build_per_design(tmp_path: Path) -> None:
+    """Killable-first selection builds the over-sampled candidates' schemata once; the chosen
+    mutants keep their selector values in it (the rest stay as spares), so witness search,
+    the random policy and scoring all use that one build: one new cache entry per design."""
+    cache = tmp_path / "cache"
+    rundir = tmp_path / "run"
+    proc = hwtp("run", "adder_carry", "-o", rundir, *ARGS, env={**os.environ, "HWTP_CACHE_DIR": str(cache)})
+    _, err = proc.communicate(timeout=1500)
+    assert proc.returncode == 0, err
+    assert len([p for p in (cache / "builds").iterdir() if p.is_dir()]) == 1  # beside it: its lock file
+    data = json.loads((rundir / "designs" / "adder_carry" / "mutants" / "mutants.json").read_text())
+    chosen = [m["index"] for m in data["mutants"] if m["status"] == "valid"]
+    spares = [m["index"] for m in data["spares"]]
+    assert len(chosen) == 3 and spares and all(m["status"] == "spare" for m in data["spares"])
+    assert sorted(chosen + spares) == list(range(1, len(chosen) + len(spares) + 1))  # the candidates' numbering

@@ -13,16 +13,46 @@ from pathlib import Path
 import pytest
 
 from hwtp.errors import StoreError
-from hwtp.store import DB_NAME, PlanRow, open_store
+from hwtp.planset import PlanRecord
+from hwtp.score import Outcome, SampleResult
+from hwtp.sim.runner import EvalResult, EvalStatus
+from hwtp.store import DB_NAME, AdvantageRow, DesignRow, PlanRow, StateRow, open_store
 
 HWTP = shutil.which("hwtp") or str(Path(sys.executable).with_name("hwtp"))
+
+
+def _plan(state: str, k: int, completion: str) -> PlanRow:
+    plan = f"{state}-s{k:02d}"
+    record = PlanRecord.from_json({"design": "d", "plan": plan, "state": state, "sample": k, "completion": completion})
+    return PlanRow("d", state, k, plan, record)
+
+
+def test_rows_come_back_typed(tmp_path: Path) -> None:
+    with open_store(tmp_path / "run") as store:
+        store.put_design(DesignRow("d", "d.sv", "h", "designs/d/mutants", "s" * 64), [StateRow("golden", 0)])
+        store.put_plans([_plan("m0001", 0, "tests: []"), _plan("golden", 0, "x")])
+        passed = EvalResult("golden-s00@golden", EvalStatus.PASS, seconds=0.5)
+        store.put_evaluation("d", passed)
+        timeout = SampleResult("golden-s00", "m0001", Outcome.TIMEOUT, 1.0, {"golden": "pass", "reason": "r"}, 2.0)
+        store.put_samples("d", [timeout])
+        store.put_advantages([AdvantageRow("d", "golden-s00", "m0001", "d/m0001", 0.25)], ["d"])
+        assert store.design_row("d") == DesignRow("d", "d.sv", "h", "designs/d/mutants", "s" * 64)
+        assert store.design_row("other") is None
+        assert store.states("d") == ["golden"]
+        plans = store.plans("d")
+        assert [p.state for p in plans] == ["golden", "m0001"]  # golden first
+        assert plans[1].record.completion == "tests: []" and plans[1].record.design == "d"
+        assert store.evaluations("d") == {"golden-s00@golden": passed}
+        assert store.samples("d") == [timeout] and store.samples("d")[0].outcome is Outcome.TIMEOUT
+        assert store.advantages() == [AdvantageRow("d", "golden-s00", "m0001", "d/m0001", 0.25)]
+        assert ("d", "score") in store.finished_stages() and ("d", "plan") not in store.finished_stages()
 
 
 def test_threads_store_every_evaluation_exactly_once(tmp_path: Path) -> None:
     threads, per_thread = 8, 600
     errors: list[BaseException] = []
     with open_store(tmp_path / "run") as store:
-        store.put_plans([PlanRow("d", "golden", 0, "golden-s00", {"completion": "x"})])
+        store.put_plans([_plan("golden", 0, "x")])
         start = threading.Barrier(threads + 2)
 
         def writer(t: int) -> None:
@@ -31,7 +61,7 @@ def test_threads_store_every_evaluation_exactly_once(tmp_path: Path) -> None:
                 for i in range(per_thread):
                     # every key is written twice, from two threads: stored once, counted once
                     key = f"p{(t // 2) * per_thread + i}@golden"
-                    store.put_evaluation("d", key, {"id": key, "status": "pass", "t": t}, counter="simulations")
+                    store.put_evaluation("d", EvalResult(key, EvalStatus.PASS, cycles=t), counter="simulations")
                     if i % 50 == 0:
                         store.bump("ticks")
             except BaseException as exc:
@@ -82,7 +112,7 @@ def test_readonly_open_of_a_missing_store(tmp_path: Path) -> None:
 def test_damaged_store_is_refused_before_writing(tmp_path: Path) -> None:
     root = tmp_path / "run"
     with open_store(root) as store:
-        store.put_plans([PlanRow("d", "golden", k, f"golden-s{k:02d}", {"completion": "x" * 3000}) for k in range(64)])
+        store.put_plans([_plan("golden", k, "x" * 3000) for k in range(64)])
     db = root / DB_NAME
     data = bytearray(db.read_bytes())
     page = 4096

@@ -11,7 +11,7 @@ import click
 from hwtp.advantage import PRESETS, advantage_records, describe_zero_share, preset, summarize
 from hwtp.errors import ConfigError, ScoreError
 from hwtp.export import FORMATS, ExportOptions, base_records, check_format_dependencies, write_export
-from hwtp.planset import PLAN_INDEX
+from hwtp.planset import PLAN_INDEX, PlanRecord, read_index
 
 
 def read_scores(paths: tuple[Path, ...]) -> list[dict[str, Any]]:
@@ -97,29 +97,21 @@ def advantage_command(
     click.echo(describe_zero_share(summary))
 
 
-def _plan_records(folders: tuple[Path, ...]) -> dict[tuple[str, str], dict[str, Any]]:
+def _plan_records(folders: tuple[Path, ...]) -> dict[tuple[str, str], PlanRecord]:
     """Every plan record of the ``hwtp plan`` folders, keyed by (design, plan id)."""
-    plans: dict[tuple[str, str], dict[str, Any]] = {}
+    plans: dict[tuple[str, str], PlanRecord] = {}
     where: dict[tuple[str, str], str] = {}
     for folder in folders:
         index = folder / PLAN_INDEX
         if not index.is_file():
             raise ConfigError(f"--plans {folder}: no {PLAN_INDEX} (not an hwtp plan folder)")
-        try:
-            lines = index.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{index}: cannot read: {exc}") from exc
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                key = (str(record["design"]), str(record["plan"]))
-            except (ValueError, KeyError, TypeError) as exc:
+        for lineno, record in read_index(index, ConfigError):
+            if not record.design:
                 raise ConfigError(
-                    f"{index}:{lineno}: not a plan record with 'design' and 'plan' ({exc}); "
+                    f"{index}:{lineno}: not a plan record with 'design' and 'plan'; "
                     "plans written by an older hwtp lack 'design': run hwtp plan again"
-                ) from exc
+                )
+            key = (record.design, record.plan)
             if key in plans:
                 raise ConfigError(
                     f"{index}:{lineno}: plan {key[1]} of design {key[0]} is also in {where[key]}; "

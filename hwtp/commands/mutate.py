@@ -147,7 +147,7 @@ def mutate(
     )
     if count and len(result.mutants) < count:
         click.echo(f"note: only {len(result.mutants)} sites match; took all of them")
-    classes = Counter(m.klass for m in valid)
+    classes = Counter(m.klass.value for m in valid)
     killable = classes.get("killable", 0)
     click.echo(
         f"classes: {dict(sorted(classes.items()))}" + (f" ({killable / len(valid):.0%} killable)" if valid else "")

@@ -11,11 +11,11 @@ from hwtp import mutate as engine
 from hwtp.commands.options import trust_option
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, PolicyUnavailable
+from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, describe_failures, plan_states, write_plans
-from hwtp.policy import OpenAIPolicy, RandomPolicy, ReplayPolicy, check_policy_name
+from hwtp.policy import check_policy_name, make_policy
 from hwtp.prompt import Templates
 from hwtp.runconfig import check_url
-from hwtp.score import GOLDEN
 
 
 def resolve_states(mutant_set: engine.MutantSet, text: str) -> list[str]:
@@ -99,50 +99,32 @@ def plan_command(
     if problem:
         raise ConfigError(f"--endpoint: {problem}")
     mutant_set = engine.load(mutdir)
-    chosen: object
-    if name == "openai":
-        if not endpoint or not model:
-            raise ConfigError("--policy openai needs --endpoint URL and --model NAME")
-        from hwtp.llm import ClientConfig, SamplingParams
-        from hwtp.plan import json_schema
-
-        response_format = (
-            {"type": "json_schema", "json_schema": {"name": "test_plan", "schema": json_schema()}}
-            if structured
-            else None
-        )
-        params = SamplingParams(
-            temperature=temperature,
-            top_p=top_p,
-            max_tokens=max_tokens,
-            seed=seed,
-            stop=tuple(stop),
-            response_format=response_format,
-        )
-        config = ClientConfig(
-            endpoint=endpoint,
-            model=model,
-            api_key_env=api_key_env,
-            read_timeout=timeout,
-            request_timeout=timeout,
-            max_retries=retries,
-            max_response_bytes=max_response_bytes,
-            concurrency=concurrency,
-        )
-        chosen = OpenAIPolicy(config, params, refresh=refresh)
-    elif name == "replay":
-        if replay_from is None:
-            raise ConfigError("--policy replay needs --from DIR (an earlier hwtp plan output)")
-        chosen = ReplayPolicy(replay_from)
-    else:
-        chosen = RandomPolicy(mutant_set, seed=seed)
+    chosen = make_policy(
+        name,
+        mutant_set,
+        seed=seed,
+        replay_from=replay_from,
+        endpoint=endpoint,
+        model=model,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        stop=stop,
+        structured=structured,
+        concurrency=concurrency,
+        timeout=timeout,
+        retries=retries,
+        max_response_bytes=max_response_bytes,
+        refresh=refresh,
+    )
     wanted = resolve_states(mutant_set, states)
     failures: list[SampleFailure] = []
     records = plan_states(
         mutant_set,
         wanted,
         samples,
-        chosen,  # type: ignore[arg-type]
+        chosen,
         Templates.load(prompt_template),
         failures,
     )

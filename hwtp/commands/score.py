@@ -11,9 +11,10 @@ import click
 from hwtp import mutate as engine
 from hwtp.commands.options import read_stdin, trust_option
 from hwtp.errors import ConfigError
+from hwtp.mutantset import GOLDEN
 from hwtp.planset import read_plans
 from hwtp.progress import progress
-from hwtp.score import GOLDEN, Outcome, RewardLevels, ScoreConfig, Scores, score
+from hwtp.score import Outcome, RewardLevels, ScoreConfig, Scores, score
 from hwtp.sim.job import Limits
 
 _CELL = {

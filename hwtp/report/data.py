@@ -279,17 +279,17 @@ def run_view(rundir: Path) -> RunView:
         slowest: list[dict[str, Any]] = []
         records: list[dict[str, Any]] = []
         for name in status["stages"]:
-            mutdir = (store.design_row(name) or {}).get("mutdir")
+            row = store.design_row(name)
+            mutdir = row.mutdir if row else None
             if mutdir and (rundir / mutdir / mutantset.MUTANTS_JSON).is_file():
                 for m in mutantset.load(rundir / mutdir).mutants:
                     klass, state = _value(m.klass), _value(m.status)
                     location = f"{m.file}:{m.line}"
                     mutants.append(MutantRow(name, m.id, family_of(m.operator), m.operator, klass, state, location))
             for key, result in store.evaluations(name).items():
-                slowest.append({"design": name, "id": key, "status": result.get("status"),
-                                "seconds": float(result.get("seconds") or 0.0)})
+                slowest.append({"design": name, "id": key, "status": result.status, "seconds": result.seconds})
             for plan in store.plans(name):
-                record = plan.record
+                record = plan.record.as_json()
                 records.append(record)
                 if record.get("error"):
                     view.invalid.append(

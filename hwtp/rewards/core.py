@@ -22,13 +22,13 @@ from typing import Any
 
 from hwtp import env
 from hwtp.errors import ConfigError, PlanError, RewardError
-from hwtp.mutantset import MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
 from hwtp.rewards.completion import is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
-from hwtp.score import GOLDEN, RewardLevels, SampleResult, ScoreConfig, assemble, prepare
+from hwtp.score import RewardLevels, SampleResult, ScoreConfig, assemble, prepare
 from hwtp.sim import warm
 from hwtp.sim.job import Limits
 
