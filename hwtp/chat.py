@@ -155,7 +155,7 @@ class Completion:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One prompt for :meth:`ChatClient.complete_many`; ``n=None`` means ``params.n``."""
+    """One prompt for :meth:`hwtp.llm.ChatClient.complete_many`; ``n=None`` means ``params.n``."""
 
     messages: Sequence[Message]
     params: SamplingParams = field(default_factory=SamplingParams)

@@ -34,5 +34,5 @@ def wrapper_source(design: Design) -> SourceFile:
 
 
 def build_sources(design: Design, sources: tuple[SourceFile, ...] | None = None) -> tuple[SourceFile, ...]:
-    """``sources`` (default: the design's) plus the wrapper, ready for :func:`ensure_build`."""
+    """``sources`` (default: the design's) plus the wrapper, ready for :func:`hwtp.sim.buildcache.ensure_build`."""
     return (*(sources if sources is not None else design.sources), wrapper_source(design))
