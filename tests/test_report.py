@@ -155,6 +155,8 @@ def check_page(page: Page, sections: dict[str, set[str]]) -> None:
     assert by_source == sections
     pixels = page.screenshot()
     assert pixels.shape[0] > 1000 and pixels.std() > 20, "blank screenshot"
+    pdf = base64.b64decode(page.call("Page.printToPDF", session=True)["data"])  # the print stylesheet
+    assert pdf.startswith(b"%PDF") and re.search(rb"/Type\s*/Page\b", pdf)
 
 
 # --------------------------------------------------------------------------- run folders
