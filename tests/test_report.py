@@ -166,7 +166,8 @@ def _replay_source(folder: Path) -> Path:
     """An ``hwtp plan`` folder for ``--policy replay`` whose completions hold a script tag."""
     folder.mkdir()
     records = [
-        {"state": state, "sample": 0, "completion": f"{PAYLOAD} & no plan here", "finish_reason": "stop",
+        {"plan": f"{state}-s00", "state": state, "sample": 0, "policy": "openai",
+         "completion": f"{PAYLOAD} & no plan here", "finish_reason": "stop",
          "usage": {"prompt_tokens": 100, "completion_tokens": 9}, "model": "test-model"}
         for state in ("golden", "m0001")
     ]

@@ -3,7 +3,7 @@
 A source is a run folder (read through :mod:`hwtp.store` and the mutant sets beside it), a
 scores JSON written by ``hwtp score --json`` (one document or a list), or a ``hwtp ci --json``
 report. Every number is computed by the module that owns it: golden pass and detection rates
-by :class:`hwtp.score.Scores`, advantages and zero-advantage shares by :mod:`hwtp.advantage`;
+by :mod:`hwtp.score`, advantages and zero-advantage shares by :mod:`hwtp.advantage`;
 this module only counts and sorts. What a source does not hold is ``None`` (the page says
 "not recorded").
 """
@@ -23,8 +23,9 @@ from hwtp import mutantset
 from hwtp import run as loop
 from hwtp.advantage import AdvantageConfig, advantage_records, preset, summarize
 from hwtp.errors import ConfigError
+from hwtp.mutantset import GOLDEN
 from hwtp.mutators.base import family_of
-from hwtp.score import GOLDEN, Outcome, RewardLevels, SampleResult, Scores
+from hwtp.score import Outcome, SampleResult, detection_rate, golden_pass_rate
 from hwtp.store import DB_NAME, open_store
 
 #: The order outcomes are listed and coloured in (the kill matrix's legend).
@@ -156,14 +157,11 @@ def load_source(path: Path, root: Path | None = None) -> View:
 # ---------------------------------------------------------------------------- runs and scores
 
 
-def _scores(design: str, results: list[dict[str, Any]]) -> Scores:
-    rows = tuple(
+def _samples(results: list[dict[str, Any]]) -> list[SampleResult]:
+    return [
         SampleResult(r["plan"], r["state"], Outcome(r["outcome"]), float(r["reward"]), r.get("detail"))
         for r in results
-    )
-    states = tuple(dict.fromkeys(r.state for r in rows))
-    plans = tuple(dict.fromkeys(r.plan for r in rows))
-    return Scores(design, RewardLevels(), rows, states, plans, 0, 0.0, 0.0, False)
+    ]
 
 
 def _matrix(results: list[dict[str, Any]]) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
@@ -189,17 +187,13 @@ def _design_view(name: str, docs: list[dict[str, Any]], config: AdvantageConfig)
     by_design: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in docs:
         by_design[d["design"]].extend(d["results"])
-    scores = [_scores(d, rs) for d, rs in by_design.items()]
-    plans = sum(len(s.plans) for s in scores)
-    mutant = sum(sum(1 for r in s.results if r.state != GOLDEN) for s in scores)
-    # Overall rates weight each design's rate by its plans / mutant samples: the same shares
-    # Scores computes, over every design at once.
-    golden = sum(s.golden_pass_rate * len(s.plans) for s in scores) / plans if plans else 0.0
-    detect = (
-        sum(s.detection_rate * sum(1 for r in s.results if r.state != GOLDEN) for s in scores) / mutant
-        if mutant
-        else 0.0
-    )
+    samples = [_samples(rs) for rs in by_design.values()]
+    # Over several designs, each design's rates (hwtp.score's) weighted by its plans and its
+    # mutant samples: plan ids repeat in every design, so they are not pooled.
+    plans = [len({r.plan for r in rs}) for rs in samples]
+    mutant = [sum(1 for r in rs if r.state != GOLDEN) for rs in samples]
+    golden = sum(golden_pass_rate(rs) * n for rs, n in zip(samples, plans, strict=True)) / max(1, sum(plans))
+    detect = sum(detection_rate(rs) * n for rs, n in zip(samples, mutant, strict=True)) / max(1, sum(mutant))
     rows, cols, cells = _matrix(results) if len(docs) == 1 else ([], [], {})
     shares: dict[str, float] = {}
     advantages: dict[str, list[float]] = {}
