@@ -40,6 +40,7 @@ from hwtp.mutators.sites import FRONTENDS, site_finder
 from hwtp.plan import Plan
 from hwtp.sim import procs
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, get_backend
+from hwtp.witness import WitnessConfig, find_witnesses
 
 __all__ = [
     "MUTANTS_JSON",
@@ -397,8 +398,6 @@ def classify(
     classified non-terminating and the ``searched`` ones (classified in an earlier search of
     the same build), are not searched again.
     """
-    from hwtp.witness import WitnessConfig, find_witnesses
-
     known = dict(known or {})
     schemata, _ = schemata_sources(mutant_set)
     targets = [

@@ -28,12 +28,9 @@ from hwtp.planset import PlanInput
 from hwtp.rewards.completion import is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
-from hwtp.score import RewardLevels, SampleResult, ScoreConfig, assemble, prepare
+from hwtp.score import INDETERMINATE, RewardLevels, SampleResult, ScoreConfig, assemble, prepare, schemata_build
 from hwtp.sim import warm
 from hwtp.sim.job import Limits
-
-#: Outcomes that prove nothing (the simulation did not finish): reward None.
-INDETERMINATE = frozenset({"timeout", "error"})
 
 
 @dataclass(frozen=True)
@@ -190,8 +187,6 @@ _pool_keys: set[str] = set()  # the warm pools made here (hwtp.sim.warm.pool_for
 
 
 def _build(mutant_set: MutantSet, config: Settings) -> Any:
-    from hwtp.score import schemata_build
-
     key = (set_hash(mutant_set), config.simulator, str(config.cache_root))
     with _lock:
         build = _builds.get(key)

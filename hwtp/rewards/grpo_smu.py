@@ -55,6 +55,7 @@ _NO_REWARD = "error"
 
 
 def _truth(value: Any) -> Any:
+    # lazy: verl loads this module as a plugin in every process; the reward modules only when used
     from hwtp.rewards.truth import parse_truth
 
     return parse_truth(value)
@@ -67,6 +68,8 @@ def state_ceilings(truths: Sequence[Any]) -> list[float]:
     A ground truth whose mutant set is not in the configured folders raises
     :class:`~hwtp.errors.RewardError`, as scoring it would.
     """
+    # lazy: verl loads this module as a plugin in every process; the scorer (and simulator) only when used
+    from hwtp.mutantset import MutantClass
     from hwtp.rewards.core import find_mutant_set, settings
     from hwtp.score import ceiling
 
@@ -78,7 +81,7 @@ def state_ceilings(truths: Sequence[Any]) -> list[float]:
         key = (truth.design, truth.mutant_set)
         if key not in equivalent:
             mutant_set = find_mutant_set(truth)
-            equivalent[key] = frozenset(m.id for m in mutant_set.valid if m.klass == "equivalent")
+            equivalent[key] = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
         out.append(ceiling(truth.state, equivalent[key], levels))
     return out
 
