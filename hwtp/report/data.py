@@ -287,11 +287,11 @@ def run_view(rundir: Path) -> RunView:
                 records.append(record)
                 if record.get("error"):
                     view.invalid.append(
-                        InvalidPlan(name, plan.plan, _first_line(str(record["error"])),
+                        InvalidPlan(name, plan.plan, _first_line(str(record["error"])).removeprefix(f"{plan.plan}: "),
                                     str(record.get("completion") or "")[:EXCERPT])
                     )
     view.mutants = mutants or None
-    view.slowest = sorted(slowest, key=lambda e: -e["seconds"])[:SLOWEST] or None
+    view.slowest = sorted(slowest, key=lambda e: -e["seconds"])[:SLOWEST]
     view.llm = _llm(str(settings.get("policy", "")), records)
     view.invalid_reasons = dict(Counter(p.reason for p in view.invalid).most_common())
     return view
