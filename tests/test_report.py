@@ -210,6 +210,8 @@ def test_run_report_in_chromium(tmp_path: Path, run_cli: Run_, open_page: Callab
         assert row[1] == str(numbers["samples"])
         assert row[2] == f"{numbers['golden_pass_rate']:.1%}" and row[3] == f"{numbers['detection_rate']:.1%}"
         assert row[5:7] == [f"{numbers['zero_advantage_groups'][k]:.1%}" for k in ("state", "design")]
+    statuses = page.js("[...document.querySelectorAll('#src0-slowest td:nth-child(3)')].map(e => e.textContent)")
+    assert statuses and set(statuses) <= {"pass", "fail", "timeout", "error"}, statuses
     # one kill matrix per design, one cell per (sample, state), and the replayed run's tokens
     assert page.js("document.querySelectorAll('#src0-kill-matrix svg').length") == 2
     llm = page.js("document.querySelector('#src1-llm').innerText")

@@ -281,7 +281,7 @@ def run_view(rundir: Path) -> RunView:
                     location = f"{m.file}:{m.line}"
                     mutants.append(MutantRow(name, m.id, family_of(m.operator), m.operator, klass, state, location))
             for key, result in store.evaluations(name).items():
-                slowest.append({"design": name, "id": key, "status": result.status, "seconds": result.seconds})
+                slowest.append({"design": name, "id": key, "status": _value(result.status), "seconds": result.seconds})
             for plan in store.plans(name):
                 record = plan.record.as_json()
                 records.append(record)
