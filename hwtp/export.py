@@ -301,6 +301,7 @@ def check_format_dependencies(formats: Iterable[str]) -> None:
 def _parquet(rows: list[dict[str, Any]], path: Path, nested: bool) -> None:
     """Parquet shard; ``nested``: lists and dicts as Arrow lists and structs, else as JSON text."""
     check_format_dependencies(["parquet"])
+    # pyarrow is an optional dependency (the parquet extra): imported only when parquet is written
     import pyarrow as pa
     import pyarrow.parquet as pq
 
