@@ -21,7 +21,9 @@ DESIGN_FILES = ["*.yaml", "*.md", "*.v", "*.sv", "*.vh", "*.svh"]
 setup(
     packages=[
         "hwtp",
+        "hwtp.ci",
         "hwtp.commands",
+        "hwtp.llm",
         "hwtp.rewards",
         "hwtp.serve",
         "hwtp.report",

@@ -30,10 +30,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from hwtp import mutate as engine
-from hwtp.ci import run_ci, run_tests
-from hwtp.ci_config import CiConfig
+from hwtp.ci.config import CiConfig
+from hwtp.ci.exporttests import export_tests
+from hwtp.ci.mutation import run_ci
+from hwtp.ci.runs import run_tests
 from hwtp.design import load_design, shipped_root
-from hwtp.exporttests import export_tests
 from hwtp.sim import toolchain
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build

@@ -1,4 +1,4 @@
-"""Benchmark of hwtp.llm against the local OpenAI-compatible test server.
+"""Benchmark of hwtp.llm.client against the local OpenAI-compatible test server.
 
 Run: ``python bench/bench_llm.py`` (with hwtp importable). Two parts, each measured against a
 baseline in the same run:
@@ -26,8 +26,9 @@ from typing import Any
 
 import httpx
 
-from hwtp.cache import ResponseCache
-from hwtp.llm import ChatClient, ChatRequest, ClientConfig, SamplingParams, complete_many
+from hwtp.llm.cache import ResponseCache
+from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
+from hwtp.llm.client import ChatClient, complete_many
 
 DELAY_S = 0.05
 
@@ -105,7 +106,7 @@ def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="hwtp.llm throughput and overhead")
+    parser = argparse.ArgumentParser(description="hwtp.llm.client throughput and overhead")
     parser.add_argument("--rounds", type=int, default=3, help="runs per measurement (best kept)")
     parser.add_argument("--count", type=int, default=300, help="requests per overhead round")
     args = parser.parse_args()

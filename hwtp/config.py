@@ -2,7 +2,7 @@
 
 The file is read and loaded here, once per command (bounded YAML with line numbers, through
 :mod:`hwtp.yamlio`); its ``run:`` section is handed to :mod:`hwtp.runconfig` (``hwtp run``)
-and its other top-level keys to :mod:`hwtp.ci_config` (``hwtp ci``, ``export-tests``). Every
+and its other top-level keys to :mod:`hwtp.ci.config` (``hwtp ci``, ``export-tests``). Every
 error names ``file:line: field: what is wrong``.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwtp import ci_config, runconfig, yamlio
+from hwtp import runconfig, yamlio
+from hwtp.ci import config as ci_config
 from hwtp.errors import ConfigError
 
 CONFIG_NAME = "hwtp.yaml"

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hwtp import yamlio
-from hwtp.cache import ResponseCache
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, EndpointAuthError, PolicyError
-from hwtp.llm import ChatRequest, ClientConfig, SamplingParams, complete_many
+from hwtp.llm.cache import ResponseCache
+from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
+from hwtp.llm.client import complete_many
 from hwtp.mutantset import MutantSet, schemata_sources
 from hwtp.plan import json_schema, to_data
 from hwtp.planset import PLAN_INDEX, Generated, PlanRecord, read_index

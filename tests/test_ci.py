@@ -19,14 +19,14 @@ from xml.etree import ElementTree
 
 import pytest
 
-from hwtp.ci import CiReport, MutantResult, Status
-from hwtp.ci_runs import Run, TestOutcome, TestStatus
+from hwtp.ci.exporttests import render
+from hwtp.ci.mutation import CiReport, MutantResult, Status
+from hwtp.ci.reports import junit, lcov, markdown, survivors_table
+from hwtp.ci.runs import Run, TestOutcome, TestStatus
 from hwtp.config import load_ci
 from hwtp.design import load_design, shipped_root
 from hwtp.errors import ConfigError
-from hwtp.exporttests import render
 from hwtp.plan import parse_plan
-from hwtp.reports import junit, lcov, markdown, survivors_table
 from hwtp.sim import plan_steps
 from hwtp.sim.backends import NO_OPTIONS, BuildOptions, backend_names
 from hwtp.sim.runner import EvalStatus
@@ -347,7 +347,7 @@ def test_testbench_failing_on_golden_exits_2_with_its_failure(tmp_path: Path, ru
     code, out, err = run_cli("ci", "--config", root / "hwtp.yaml", *MUTANTS)
     assert code == 2, out + err
     assert "fail on the golden design" in err and "test_weak.counts_up" in err
-    assert "q = 3 after three enabled cycles" in err and "hwtp/ci.py" not in err
+    assert "q = 3 after three enabled cycles" in err and "hwtp/ci/mutation.py" not in err
 
 
 @pytest.mark.sim
@@ -370,9 +370,9 @@ def test_testbench_hanging_on_one_mutant_makes_it_indeterminate(tmp_path: Path, 
 @pytest.mark.parametrize("name", ["adder_carry", "fifo_sync"])
 def test_exported_reference_tests_pass_on_golden(name: str, tmp_path: Path) -> None:
     """The exported module keeps the plan timing on a combinational and an async-reset design."""
-    from hwtp.ci_config import CiConfig
-    from hwtp.ci_runs import run_tests
-    from hwtp.exporttests import export_tests
+    from hwtp.ci.config import CiConfig
+    from hwtp.ci.exporttests import export_tests
+    from hwtp.ci.runs import run_tests
     from hwtp.sim.backends import get_backend
     from hwtp.sim.buildcache import ensure_build
 

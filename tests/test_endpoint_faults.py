@@ -27,7 +27,8 @@ import pytest
 from hwtp import mutate as engine
 from hwtp.design import load_design
 from hwtp.errors import EndpointAuthError, PolicyError
-from hwtp.llm import ChatClient, ClientConfig
+from hwtp.llm.chat import ClientConfig
+from hwtp.llm.client import ChatClient
 from hwtp.store import DB_NAME
 
 _spec = importlib.util.spec_from_file_location("hwtp_tests_fault_server", Path(__file__).with_name("fault_server.py"))

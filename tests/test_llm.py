@@ -1,4 +1,4 @@
-"""Tests of hwtp.llm (the OpenAI-compatible client) and hwtp.cache (its response cache).
+"""Tests of hwtp.llm.client (the OpenAI-compatible client) and hwtp.llm.cache (its response cache).
 
 Most tests talk to the scripted server of tests/openai_server.py running as its own process;
 single functions (Retry-After parsing, backoff) are tested alone or over httpx.MockTransport.
@@ -23,21 +23,11 @@ from typing import Any
 import httpx
 import pytest
 
-from hwtp.cache import ResponseCache, cache_key
 from hwtp.errors import ConfigError, PolicyError
-from hwtp.llm import (
-    ChatClient,
-    ChatRequest,
-    ClientConfig,
-    Completion,
-    PartialCompletionsError,
-    SamplingParams,
-    backoff_delay,
-    complete_many,
-    parse_retry_after,
-    redact_url,
-    retry_delay,
-)
+from hwtp.llm.cache import ResponseCache, cache_key
+from hwtp.llm.chat import ChatRequest, ClientConfig, Completion, PartialCompletionsError, SamplingParams
+from hwtp.llm.client import ChatClient, complete_many
+from hwtp.llm.retry import backoff_delay, parse_retry_after, redact_url, retry_delay
 
 
 def _load_server_helpers() -> Any:
@@ -363,7 +353,7 @@ def test_refresh_bypasses_reads_but_writes(url: str, tmp_path: Path) -> None:
 
 def test_cache_is_safe_for_concurrent_processes(tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom pathlib import Path\nfrom hwtp.cache import ResponseCache\n"
+        "import sys\nfrom pathlib import Path\nfrom hwtp.llm.cache import ResponseCache\n"
         "with ResponseCache(Path(sys.argv[1])) as c:\n"
         "    for i in range(300):\n"
         "        c.put(f'k{i}', {'writer': sys.argv[2], 'i': i})\n"

@@ -364,7 +364,8 @@ def test_token_swaps_that_change_precedence_are_rejected() -> None:
         for s in find_sites(text, "p.v")
         if s.operator in ("bitwise.xor_to_or", "bitwise.xor_to_and", "arithmetic.add_to_sub", "arithmetic.sub_to_add")
     ]
-    checked = engine._validate(design, [engine._record(i, (s,)) for i, s in enumerate(sites, 1)], engine.MutationConfig(jobs=1))
+    candidates = [engine._record(i, (s,)) for i, s in enumerate(sites, 1)]
+    checked = engine._validate(design, candidates, engine.MutationConfig(jobs=1))
     by = {(m.operator, m.col): m for m in checked}
     precedence = [m for m in checked if m.status == "rejected" and "precedence" in (m.reason or "")]
     assert precedence  # ^ -> | or & inside a chain of ^ changes the tree

@@ -11,6 +11,7 @@ import click
 from hwtp import mutate as engine
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
+from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.sites import FRONTENDS
 from hwtp.progress import Tasks, reporting
 
@@ -140,7 +141,7 @@ def mutate(
         click.echo(f"{loaded.name}: no mutable site found (with these options); wrote an empty set to {path}")
         return
     valid = result.valid
-    rejected = Counter((m.reason or "").split(":")[0] for m in result.mutants if m.status != "valid")
+    rejected = Counter((m.reason or "").split(":")[0] for m in result.mutants if m.status != MutantStatus.VALID)
     click.echo(
         f"{loaded.name}: {len(result.mutants)} candidates, {len(valid)} valid"
         + (f", rejected: {dict(rejected)}" if rejected else "")
@@ -148,7 +149,7 @@ def mutate(
     if count and len(result.mutants) < count:
         click.echo(f"note: only {len(result.mutants)} sites match; took all of them")
     classes = Counter(m.klass.value for m in valid)
-    killable = classes.get("killable", 0)
+    killable = classes.get(MutantClass.KILLABLE.value, 0)
     click.echo(
         f"classes: {dict(sorted(classes.items()))}" + (f" ({killable / len(valid):.0%} killable)" if valid else "")
     )

@@ -1,6 +1,6 @@
 """Reports of ``hwtp ci``: terminal summary and survivors table, JUnit XML, Markdown, lcov, JSON.
 
-Every function renders a :class:`hwtp.ci.CiReport` to text; the command writes the files.
+Every function renders a :class:`hwtp.ci.mutation.CiReport` to text; the command writes the files.
 
 - JUnit: one ``testcase`` per mutant. Killed mutants pass; a survivor is a ``failure`` whose
   message is its one-line diff (the unified diff is the failure text); timeout, error and
@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from xml.etree.ElementTree import Element, SubElement, tostring
 
-from hwtp.ci import INDETERMINATE, CiReport, MutantResult, Status
+from hwtp.ci.mutation import INDETERMINATE, CiReport, MutantResult, Status
 
 _XML_INVALID = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TABLE_CHANGE_WIDTH = 100

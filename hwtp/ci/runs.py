@@ -20,13 +20,13 @@ from enum import Enum
 from pathlib import Path
 from xml.etree import ElementTree
 
-from hwtp.ci_config import CiConfig
+from hwtp.ci.config import CiConfig
 from hwtp.mutators.schemata import PLUSARG
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.runner import EvalStatus, log_tail
 
-log = logging.getLogger("hwtp.ci")
+log = logging.getLogger("hwtp.ci.mutation")
 _LOG_TAIL_LINES = 25
 
 

@@ -6,7 +6,7 @@ import email.utils
 import random
 import time
 
-from hwtp.chat import ClientConfig, redact_url
+from hwtp.llm.chat import ClientConfig, redact_url
 
 __all__ = ["backoff_delay", "parse_retry_after", "redact_url", "retry_delay"]
 

@@ -10,7 +10,7 @@ server's message; 401/403 is :class:`hwtp.errors.EndpointAuthError` and fails ev
 request of the client at once. ``finish_reason: length`` is not an error: the truncated text
 comes back with its finish reason. Every attempt is bounded: ``request_timeout`` is a total
 deadline from sending to the last byte (not per read), and the body is streamed and refused
-beyond ``max_response_bytes``. With a :class:`hwtp.cache.ResponseCache`, cached samples are
+beyond ``max_response_bytes``. With a :class:`hwtp.llm.cache.ResponseCache`, cached samples are
 returned without a request and each received sample is stored as soon as it arrives.
 
 The API key is read from the environment (:func:`hwtp.env.api_key`) and goes only into the
@@ -38,8 +38,9 @@ from typing import Any
 import httpx
 
 from hwtp import env
-from hwtp.cache import ResponseCache, cache_key
-from hwtp.chat import (
+from hwtp.errors import ConfigError, EndpointAuthError, HwtpError, PolicyError
+from hwtp.llm.cache import ResponseCache, cache_key
+from hwtp.llm.chat import (
     ChatRequest,
     ClientConfig,
     Completion,
@@ -48,16 +49,10 @@ from hwtp.chat import (
     SamplingParams,
     Usage,
 )
-from hwtp.errors import ConfigError, EndpointAuthError, HwtpError, PolicyError
-from hwtp.retry import backoff_delay, parse_retry_after, redact_url, retry_delay
+from hwtp.llm.retry import parse_retry_after, redact_url, retry_delay
 from hwtp.yamlio import clean_text
 
-__all__ = [
-    "ChatClient", "ChatRequest", "ClientConfig", "Completion", "PartialCompletionsError", "RequestResult",
-    "SamplingParams", "Usage", "backoff_delay", "complete_many", "parse_retry_after", "redact_url", "retry_delay",
-]
-
-log = logging.getLogger("hwtp.llm")
+log = logging.getLogger("hwtp.llm.client")
 
 #: HTTP statuses retried with backoff.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import mutate as engine
-from hwtp.ci_config import CiConfig
-from hwtp.ci_runs import Run, run_tests
+from hwtp.ci.config import CiConfig
+from hwtp.ci.runs import Run, run_tests
 from hwtp.errors import EXIT_INPUT, HwtpError
+from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
@@ -99,7 +100,7 @@ class MutantResult:
 
 @dataclass(frozen=True)
 class CiReport:
-    """Everything ``hwtp ci`` found; the reports (:mod:`hwtp.reports`) render it."""
+    """Everything ``hwtp ci`` found; the reports (:mod:`hwtp.ci.reports`) render it."""
 
     design: str
     top: str
@@ -271,7 +272,7 @@ def run_ci(
     mutant_set = engine.mutate(design, mutation)
     schemata, _ = engine.schemata_sources(mutant_set)
     build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build, root=cache_root)
-    to_run = [m for m in mutant_set.valid if m.klass != "equivalent"]
+    to_run = [m for m in mutant_set.valid if m.klass != MutantClass.EQUIVALENT]
     with procs.tempdir("ci", workdir) as tmp:
         golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S)
         if golden.status != EvalStatus.PASS:
@@ -292,7 +293,7 @@ def run_ci(
         # Ctrl-C or a failure: map_threads starts nothing more and stops what runs
         ran = {r.id: r for r in procs.map_threads(one, to_run, min(config.jobs, len(to_run) or 1))}
     results = tuple(ran.get(m.id) or _mutant_result(mutant_set, m, None) for m in mutant_set.valid)
-    rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != "valid")
+    rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != MutantStatus.VALID)
     return CiReport(
         design=design.name,
         top=config.top,

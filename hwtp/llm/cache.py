@@ -1,8 +1,8 @@
 """Response cache: LLM completions kept in one SQLite file, shared by concurrent processes.
 
 Keys are the sha256 of the canonical JSON of whatever identifies a sample (see
-:func:`cache_key`; :mod:`hwtp.llm` passes endpoint, model, messages, sampling parameters except
-``n``, and the sample index). Values are JSON objects (:mod:`hwtp.llm` stores the fields of a
+:func:`cache_key`; :mod:`hwtp.llm.client` passes endpoint, model, messages, sampling parameters except
+``n``, and the sample index). Values are JSON objects (:mod:`hwtp.llm.client` stores the fields of a
 ``Completion``). The cache knows nothing about API keys and is never given one.
 
 Several processes may use one file at once: the database is in WAL mode, writers wait up to a
@@ -26,7 +26,7 @@ from typing import Any
 from hwtp import env
 from hwtp.errors import ConfigError, PolicyError
 
-log = logging.getLogger("hwtp.cache")
+log = logging.getLogger("hwtp.llm.cache")
 
 #: File name of the response database inside the cache folder.
 FILENAME = "responses.sqlite3"

@@ -1,5 +1,5 @@
 """Records of the OpenAI-compatible chat client: sampling parameters, client configuration,
-requests, completions and results (:mod:`hwtp.llm` is the client itself)."""
+requests, completions and results (:mod:`hwtp.llm.client` is the client itself)."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ class Completion:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One prompt for :meth:`hwtp.llm.ChatClient.complete_many`; ``n=None`` means ``params.n``."""
+    """One prompt for :meth:`hwtp.llm.client.ChatClient.complete_many`; ``n=None`` means ``params.n``."""
 
     messages: Sequence[Message]
     params: SamplingParams = field(default_factory=SamplingParams)
