@@ -35,9 +35,8 @@ from hwtp.score import (
     SampleResult,
     ScoreConfig,
     assemble,
-    detection_rate,
-    golden_pass_rate,
     prepare,
+    rates,
     run_evaluations,
     schemata_build,
 )
@@ -311,9 +310,9 @@ def summary(store: Store, designs: list[str], config: RunConfig, sim_seconds: fl
     samples = {d: store.samples(d) for d in designs}
     docs = {d: score_doc(store, d, samples[d]) for d in designs}
     cfg = preset(config.preset)
-    per_design = {d: _numbers(samples[d], summarize([docs[d]], cfg) if samples[d] else None) for d in designs}
-    everything = [s for d in designs for s in samples[d]]
-    overall = _numbers(everything, summarize([docs[d] for d in designs if samples[d]], cfg) if everything else None)
+    per_design = {d: _numbers([samples[d]], summarize([docs[d]], cfg) if samples[d] else None) for d in designs}
+    some = [d for d in designs if samples[d]]
+    overall = _numbers([samples[d] for d in designs], summarize([docs[d] for d in some], cfg) if some else None)
     counters = store.counters()
     simulated = counters.get("simulations", 0)
     overall["evaluations_per_s"] = round(simulated / sim_seconds, 1) if sim_seconds else None
@@ -321,15 +320,18 @@ def summary(store: Store, designs: list[str], config: RunConfig, sim_seconds: fl
     return {"designs": per_design, "overall": overall, "counters": counters}
 
 
-def _numbers(results: list[SampleResult], zero: dict[str, Any] | None) -> dict[str, Any]:
-    """The summary numbers of some samples; the rates are the scorer's own (:mod:`hwtp.score`)."""
+def _numbers(by_design: list[list[SampleResult]], zero: dict[str, Any] | None) -> dict[str, Any]:
+    """The summary numbers of the samples of some designs; the rates are the scorer's own
+    (:func:`hwtp.score.rates`, plans counted per design)."""
+    results = [r for rs in by_design for r in rs]
+    golden, detect = rates(by_design)
     hist: dict[str, int] = {}
     for r in results:
         hist[f"{r.reward:g}"] = hist.get(f"{r.reward:g}", 0) + 1
     return {
         "samples": len(results),
-        "golden_pass_rate": golden_pass_rate(results),
-        "detection_rate": detection_rate(results),
+        "golden_pass_rate": golden,
+        "detection_rate": detect,
         "mean_reward": sum(r.reward for r in results) / len(results) if results else 0.0,
         "reward_histogram": dict(sorted(hist.items())),
         "zero_advantage_groups": {k: round(v.share, 4) for k, v in zero.items()} if zero else {},

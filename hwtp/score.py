@@ -133,18 +133,35 @@ def passed_golden(result: SampleResult) -> bool:
     )
 
 
+def rates(designs: Iterable[Iterable[SampleResult]]) -> tuple[float, float]:
+    """(golden pass rate, detection rate) over the samples of one or more designs.
+
+    The golden pass rate is the share of plans that pass on golden, a plan counted once however
+    many states it is scored on; plan ids (``golden-s00``) repeat in every design, so plans are
+    counted per design, never pooled across designs. The detection rate is the share of
+    (mutant state, plan) samples where the plan detects the bug.
+    """
+    plans = passed = mutant = detected = 0
+    for results in designs:
+        by_plan: dict[str, bool] = {}
+        for r in results:
+            by_plan[r.plan] = by_plan.get(r.plan, False) or passed_golden(r)
+            if r.state != GOLDEN:
+                mutant += 1
+                detected += r.outcome == Outcome.DETECTED
+        plans += len(by_plan)
+        passed += sum(by_plan.values())
+    return (passed / plans if plans else 0.0), (detected / mutant if mutant else 0.0)
+
+
 def golden_pass_rate(results: Iterable[SampleResult]) -> float:
-    """Share of plans that pass on golden (a plan counts once, however many states it is scored on)."""
-    by_plan: dict[str, bool] = {}
-    for r in results:
-        by_plan[r.plan] = by_plan.get(r.plan, False) or passed_golden(r)
-    return sum(by_plan.values()) / len(by_plan) if by_plan else 0.0
+    """Share of one design's plans that pass on golden (see :func:`rates`)."""
+    return rates([results])[0]
 
 
 def detection_rate(results: Iterable[SampleResult]) -> float:
-    """Share of (mutant state, plan) samples where the plan detects the bug."""
-    mutant = [r for r in results if r.state != GOLDEN]
-    return sum(r.outcome == Outcome.DETECTED for r in mutant) / len(mutant) if mutant else 0.0
+    """Share of one design's (mutant state, plan) samples where the plan detects the bug."""
+    return rates([results])[1]
 
 
 def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[str, int]]:

@@ -12,7 +12,7 @@ from hwtp.design import SourceFile, load_design, shipped_names
 from hwtp.errors import SimulationError
 from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan
 from hwtp.planset import PlanInput, read_plans
-from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.score import Outcome, SampleResult, ScoreConfig, rates, score
 from hwtp.sim import job as job_format
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
@@ -135,3 +135,19 @@ def test_score_cli_plans_from_stdin_and_bad_plans(
     assert {p.id: p.error is None for p in plans} == {"junk": False, "ref": True}
     code, text, err = run_cli("score", result.root, "--plans", plan_dir, "--states", "bogus")
     assert code == 2 and "bogus" in err
+
+
+def test_rates_count_plans_per_design_not_pooled_by_id() -> None:
+    """Plan ids repeat in every design: design A's golden-s00 passing must not make design B's fail pass."""
+    a = [
+        SampleResult("golden-s00", "golden", Outcome.PASSED, 1.0),
+        SampleResult("m0001-s00", "m0001", Outcome.DETECTED, 1.0),
+    ]
+    b = [
+        SampleResult("golden-s00", "golden", Outcome.GOLDEN_FAIL, 0.0),
+        SampleResult("m0001-s00", "m0001", Outcome.TIMEOUT, 0.0, {"golden": "pass"}),  # passed golden, then hung
+    ]
+    assert rates([a]) == (1.0, 1.0)
+    assert rates([b]) == (0.5, 0.0)
+    assert rates([a, b]) == (0.75, 0.5)  # 3 of 4 plans pass golden; 1 of 2 mutant samples detected
+    assert rates([a + b]) == (1.0, 0.5)  # pooled by id, the failing golden-s00 of B would vanish

@@ -25,7 +25,7 @@ from hwtp.advantage import AdvantageConfig, advantage_records, preset, summarize
 from hwtp.errors import ConfigError
 from hwtp.mutantset import GOLDEN
 from hwtp.mutators.base import family_of
-from hwtp.score import Outcome, SampleResult, detection_rate, golden_pass_rate
+from hwtp.score import Outcome, SampleResult, rates
 from hwtp.store import DB_NAME, open_store
 
 #: The order outcomes are listed and coloured in (the kill matrix's legend).
@@ -188,12 +188,7 @@ def _design_view(name: str, docs: list[dict[str, Any]], config: AdvantageConfig)
     for d in docs:
         by_design[d["design"]].extend(d["results"])
     samples = [_samples(rs) for rs in by_design.values()]
-    # Over several designs, each design's rates (hwtp.score's) weighted by its plans and its
-    # mutant samples: plan ids repeat in every design, so they are not pooled.
-    plans = [len({r.plan for r in rs}) for rs in samples]
-    mutant = [sum(1 for r in rs if r.state != GOLDEN) for rs in samples]
-    golden = sum(golden_pass_rate(rs) * n for rs, n in zip(samples, plans, strict=True)) / max(1, sum(plans))
-    detect = sum(detection_rate(rs) * n for rs, n in zip(samples, mutant, strict=True)) / max(1, sum(mutant))
+    golden, detect = rates(samples)  # plan ids repeat in every design: counted per design
     rows, cols, cells = _matrix(results) if len(docs) == 1 else ([], [], {})
     shares: dict[str, float] = {}
     advantages: dict[str, list[float]] = {}
