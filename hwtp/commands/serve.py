@@ -107,6 +107,7 @@ def serve_command(
     Gym's verify body; GET /health and GET /metrics report. A stop lets accepted requests finish.
     """
     _require_extra()
+    # imported on use: the service needs the optional serve extra (starlette, uvicorn)
     from hwtp import rewards
     from hwtp.serve import server
     from hwtp.serve.app import create_app

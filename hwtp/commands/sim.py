@@ -11,7 +11,7 @@ from hwtp.commands.options import design_options, read_stdin, resolve_design, tr
 from hwtp.errors import EXIT_GATE, DesignError, PlanError, SimulationError
 from hwtp.plan import load_plan_file, parse_plan
 from hwtp.sim.backends import DEFAULT_BACKEND, backend_names
-from hwtp.simulate import simulate
+from hwtp.simulate import SimReport, simulate
 
 
 @click.command()
@@ -70,10 +70,7 @@ def sim(
         ctx.exit(EXIT_GATE)
 
 
-def _print_report(report: object) -> None:
-    from hwtp.simulate import SimReport
-
-    assert isinstance(report, SimReport)
+def _print_report(report: SimReport) -> None:
     for test in report.tests:
         m = test.get("mismatch")
         if test.get("passed"):

@@ -38,7 +38,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from hwtp.advantage import AdvantageConfig, GroupBy, compute_advantages, group_ids, preset, relative_rewards
+from hwtp.advantage import (
+    AdvantageConfig,
+    GroupBy,
+    compute_advantages,
+    group_ids,
+    preset,
+    relative_rewards,
+    zero_advantage_share,
+)
 from hwtp.errors import ConfigError, RewardError
 
 if TYPE_CHECKING:
@@ -333,7 +341,6 @@ def _make_trl_trainer() -> type:
             logged.extend(adv.tolist())
             mode = "train" if getattr(self.model, "training", True) else "eval"
             ids = [r[0] if self.group_by == "design" else f"{r[0]}/{r[1]}" for r in self._hwtp_rows]
-            from hwtp.advantage import zero_advantage_share
 
             self._metrics[mode]["hwtp/zero_advantage_groups"].append(zero_advantage_share(adv.cpu().numpy(), ids))
             self._hwtp_rewards = None
