@@ -29,7 +29,7 @@ import find_libpython
 from hwtp import env
 from hwtp.design import SourceFile
 from hwtp.errors import DesignError, ToolchainError
-from hwtp.sim import procs, toolchain
+from hwtp.sim import procs, toolchain, verilated_runtime
 from hwtp.sim.toolchain import Probe
 
 HARNESS_MODULE = "hwtp.sim.harness"
@@ -233,7 +233,12 @@ class VerilatorBackend:
             # models (split into several files) then fail to compile without it.
             "CFG_CXXFLAGS_PCH_I=-include",
         ]
+        flags = [a for a in make if a != str(build_dir)]
+        runtime = verilated_runtime.key(build_dir, self.fingerprint(), flags, environ)
+        shared = verilated_runtime.reuse(build_dir, runtime)  # Verilator's runtime is compiled once, not per build
         _run_build_step(make, build_dir, environ, log, "C++ build of the Verilated model", design_errors=False)
+        if not shared:
+            verilated_runtime.publish(build_dir, runtime)
 
     def command(self, build_dir: Path, top: str, plusargs: Sequence[str]) -> list[str]:
         return [str(build_dir / top), *plusargs]

@@ -254,3 +254,27 @@ def test_build_options_are_rendered_by_each_backend_and_key_the_build_cache() ->
     verilator = get_backend("verilator")
     sources = [SourceFile("a.v", "module top; endmodule\n")]
     assert build_key(verilator, sources, "top", options) != build_key(verilator, sources, "top", NO_OPTIONS)
+
+
+def test_verilators_runtime_is_compiled_once_and_keyed_by_its_flags(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second build of another design copies the published runtime objects instead of
+    compiling them (make never runs the compiler on verilated_vpi.cpp) and still runs; a build
+    whose C++ flags differ compiles its own runtime."""
+    monkeypatch.setenv("HWTP_CACHE_DIR", str(tmp_path / "cache"))
+    verilator = get_backend("verilator")
+
+    def compiled_runtime(name: str, options: BuildOptions = NO_OPTIONS) -> bool:
+        design = load_design(data_dir / name)
+        build = ensure_build(verilator, build_sources(design), WRAPPER_TOP, options)
+        assert not build.cached
+        return "verilated_vpi.cpp" in (build.path / "build.log").read_text()
+
+    assert compiled_runtime("counter.v")
+    assert len(list((tmp_path / "cache" / "verilator-runtime").iterdir())) == 1
+    assert not compiled_runtime("accum.v")
+    test = "  - name: t\n    steps:\n      - drive: {din: 5}\n      - wait: 3\n      - expect: {acc: 15, last: 5}\n"
+    assert [r.status for r in run_plans(load_design(data_dir / "accum.v"), parse_plan("tests:\n" + test))] == ["pass"]
+    assert compiled_runtime("accum.v", BuildOptions(args=("-CFLAGS", "-DHWTP_OTHER_FLAGS=1")))
+    assert len(list((tmp_path / "cache" / "verilator-runtime").iterdir())) == 2
