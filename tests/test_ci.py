@@ -2,7 +2,8 @@
 
 The simulator tests copy the shipped counter_en_load into a temporary project with a weak
 cocotb testbench written here. They all use the same 12 mutants (seed 4), so the schemata is
-built once per machine (shared build cache).
+built once per machine (shared build cache); the --since test, which mutates other lines
+anyway, uses the other layout (sources listed in hwtp.yaml).
 """
 
 from __future__ import annotations
@@ -343,7 +344,7 @@ def test_weak_testbench_fails_the_gate_until_exported_plans_are_added(tmp_path: 
 
 @pytest.mark.sim
 def test_testbench_failing_on_golden_exits_2_with_its_failure(tmp_path: Path, run_cli: Run_) -> None:
-    root = _project(tmp_path, expected=4)
+    root = _project(tmp_path, expected=4, folder=True)  # the weak test's layout: the same build
     code, out, err = run_cli("ci", "--config", root / "hwtp.yaml", *MUTANTS)
     assert code == 2, out + err
     assert "fail on the golden design" in err and "test_weak.counts_up" in err
@@ -352,7 +353,7 @@ def test_testbench_failing_on_golden_exits_2_with_its_failure(tmp_path: Path, ru
 
 @pytest.mark.sim
 def test_testbench_hanging_on_one_mutant_makes_it_indeterminate(tmp_path: Path, run_cli: Run_) -> None:
-    root = _project(tmp_path, hang_on=253)
+    root = _project(tmp_path, hang_on=253, folder=True)
     out = tmp_path / "r.json"
     code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", *MUTANTS, "--timeout", "12",
                               "--json", out)
