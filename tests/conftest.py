@@ -1,5 +1,8 @@
 """Shared fixtures. Simulator tests are marked ``sim``; builds are shared through the build
-cache (content-hashed), so each design is compiled once per machine, not once per test."""
+cache (content-hashed), so each design and mutant set is compiled once per machine, not once
+per test: tests that need mutants of a shipped design take them from :func:`mutated` (one
+``hwtp mutate -n 32 --seed 0`` per design, hence one schemata build), and Verilator's runtime
+library is compiled once for all builds (``hwtp.sim.verilated_runtime``)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hwtp import mutate as engine
 from hwtp.cli import main
 from hwtp.design import Design, load_design, shipped_names
 
@@ -45,8 +49,6 @@ class _Mutated:
 
     def __call__(self, name: str) -> object:
         if name not in self.sets:
-            from hwtp import mutate as engine
-
             design = load_design(name)
             result = engine.mutate(design, engine.MutationConfig(n=32, seed=0, jobs=2))
             engine.write(result, self.root / name)
