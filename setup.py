@@ -23,6 +23,7 @@ setup(
         "hwtp",
         "hwtp.ci",
         "hwtp.commands",
+        "hwtp.executors",
         "hwtp.llm",
         "hwtp.rewards",
         "hwtp.serve",

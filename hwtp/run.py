@@ -22,6 +22,7 @@ from hwtp import mutate as engine
 from hwtp.advantage import advantage_records, preset, summarize
 from hwtp.design import Design, load_design, shipped_names
 from hwtp.errors import StoreError
+from hwtp.executors.base import Executor, schemata_target
 from hwtp.export import ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, failure_reasons, plan_states
@@ -183,8 +184,12 @@ def _ingest_leftovers(store: Store, design: str, workdir: Path, wanted: set[str]
     return count
 
 
-def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event) -> float:
-    """Score the stored plans; returns the seconds spent simulating in this invocation."""
+def score_stage(
+    store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event, executor: Executor | None = None
+) -> float:
+    """Score the stored plans (on ``executor``, default this machine); returns the seconds
+    spent simulating in this invocation. Each result is stored as it arrives, whichever
+    executor ran it, so a killed run resumes with only the missing evaluations."""
     name = mutant_set.design.name
     if store.stage_done(name, "score"):
         return 0.0
@@ -198,8 +203,6 @@ def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, o
     if pending:
         total, done = len(prepared.evaluations), len(prepared.evaluations) - len(pending)
         on_event("progress", design=name, stage="score", done=done, total=total)
-        build = schemata_build(mutant_set)
-
         def keep(result: EvalResult) -> None:  # called from the simulator-watch threads
             store.put_evaluation(name, result, counter="simulations")
 
@@ -208,9 +211,14 @@ def score_stage(store: Store, mutant_set: engine.MutantSet, config: RunConfig, o
             done += n
             on_event("progress", design=name, stage="score", done=done, total=total)
 
-        workdir.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        run_evaluations(build, mutant_set.design, pending, score_config, tick, on_result=keep, workdir=workdir)
+        if executor is None or executor.name == "local":
+            build = schemata_build(mutant_set)
+            workdir.mkdir(parents=True, exist_ok=True)
+            run_evaluations(build, mutant_set.design, pending, score_config, tick, on_result=keep, workdir=workdir)
+        else:
+            target = schemata_target(mutant_set)
+            executor.run(target, pending, score_config.limits, progress=tick, on_result=keep)
         seconds = time.perf_counter() - start
         shutil.rmtree(workdir, ignore_errors=True)
     with contextlib.suppress(OSError):
@@ -258,10 +266,16 @@ def export_stage(store: Store, designs: list[str], config: RunConfig, records: l
         store.put_export(fmt, json.loads(manifest.read_text(encoding="utf-8")), designs)
 
 
-def run(config: RunConfig, rundir: Path, force: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
-    """The whole loop on ``rundir``; returns the summary (see :func:`summary`), with
-    ``incomplete`` (see :func:`incomplete_planning`) when the policy could not produce every
-    sample of a design: the run stops there."""
+def run(
+    config: RunConfig,
+    rundir: Path,
+    force: str | None = None,
+    on_event: Event = _quiet,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
+    """The whole loop on ``rundir`` (scoring on ``executor``, default this machine); returns
+    the summary (see :func:`summary`), with ``incomplete`` (see :func:`incomplete_planning`)
+    when the policy could not produce every sample of a design: the run stops there."""
     preflight(config)
     with open_store(rundir) as store:
         check_config(store, config, force)
@@ -277,7 +291,7 @@ def run(config: RunConfig, rundir: Path, force: str | None = None, on_event: Eve
                     "incomplete": incomplete_planning(store, mutant_set.design.name, failures, config, refs[i + 1 :])
                 }
             names.append(mutant_set.design.name)
-            seconds += score_stage(store, mutant_set, config, on_event)
+            seconds += score_stage(store, mutant_set, config, on_event, executor)
         on_event("stage", design="*", stage="advantage")
         records = advantage_stage(store, names, config)
         on_event("stage", design="*", stage="export")

@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.errors import PlanError, ScoreError
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, schemata_sources, set_hash
+from hwtp.executors.base import Executor, schemata_target
+from hwtp.executors.local import run_batched
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
-from hwtp.sim import procs
-from hwtp.sim.backends import get_backend
-from hwtp.sim.buildcache import ensure_build
-from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
-from hwtp.sim.runner import Counters, EvalResult, run_job, run_parallel
-from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
+from hwtp.sim.runner import Counters, EvalResult
 
 
 class Outcome(str, Enum):
@@ -294,10 +292,7 @@ def assemble(prepared: Prepared, results: dict[str, EvalResult], rewards: Reward
 
 def schemata_build(mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None) -> Any:
     """The (cached) schemata build of a mutant set: golden and every valid mutant."""
-    schemata, _ = schemata_sources(mutant_set)
-    return ensure_build(
-        get_backend(simulator), build_sources(mutant_set.design, schemata), WRAPPER_TOP, root=cache_root
-    )
+    return schemata_target(mutant_set, simulator, cache_root).build()
 
 
 def score(
@@ -306,12 +301,22 @@ def score(
     config: ScoreConfig,
     progress: Callable[[int], None] | None = None,
     counters: Counters | None = None,
+    executor: Executor | None = None,
 ) -> Scores:
-    """Score ``plans`` on the states of ``mutant_set``."""
+    """Score ``plans`` on the states of ``mutant_set`` (on ``executor``; default: this machine,
+    ``config.jobs`` processes)."""
     prepared = prepare(mutant_set, plans, config)
-    build = schemata_build(mutant_set, config.simulator, config.cache_root)
-    start = time.perf_counter()
-    results = run_evaluations(build, mutant_set.design, list(prepared.evaluations.values()), config, progress, counters)
+    evaluations = list(prepared.evaluations.values())
+    if executor is None or executor.name == "local":
+        build = schemata_build(mutant_set, config.simulator, config.cache_root)
+        build_seconds, build_cached = build.seconds, build.cached
+        start = time.perf_counter()
+        results = run_evaluations(build, mutant_set.design, evaluations, config, progress, counters)
+    else:  # built on each worker's node, in its own cache
+        build_seconds, build_cached = 0.0, True
+        start = time.perf_counter()
+        target = schemata_target(mutant_set, config.simulator, config.cache_root)
+        results = executor.run(target, evaluations, config.limits, progress=progress, counters=counters)
     seconds = time.perf_counter() - start
     out = assemble(prepared, results, config.rewards)
     return Scores(
@@ -322,8 +327,8 @@ def score(
         tuple(p.id for p in plans),
         len(prepared.evaluations),
         seconds,
-        build.seconds,
-        build.cached,
+        build_seconds,
+        build_cached,
         set_hash(mutant_set),
     )
 
@@ -339,16 +344,6 @@ def run_evaluations(
     workdir: Path | None = None,
 ) -> dict[str, EvalResult]:
     """Run evaluations batched over ``config.jobs`` processes, or one process each (isolated)."""
-    if not evaluations:
-        return {}
-    if config.isolated:
-
-        def one(ev: Evaluation) -> EvalResult:
-            job = Job(design, (ev,), limits=config.limits)
-            return run_job(build, job, workdir, counters=counters, progress=progress, on_result=on_result)[0]
-
-        done = procs.map_threads(one, evaluations, config.jobs)
-    else:
-        job = Job(design, tuple(evaluations), limits=config.limits)
-        done = run_parallel(build, job, config.jobs, workdir, counters=counters, progress=progress, on_result=on_result)
-    return {r.id: r for r in done}
+    return run_batched(
+        build, design, evaluations, config.limits, config.jobs, config.isolated, progress, counters, on_result, workdir
+    )

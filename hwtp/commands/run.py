@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from hwtp import run as loop
+from hwtp.commands.executors import executor_options
 from hwtp.commands.options import trust_option
 from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
+from hwtp.executors.choice import make_executor
 from hwtp.export import FORMATS
 from hwtp.progress import Tasks, reporting
 from hwtp.runconfig import STAGES, resolve
@@ -96,6 +98,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the resolved configuration and the planned work; run nothing.")
 @click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
+@executor_options
 @trust_option
 def run_command(
     designs: tuple[str, ...],
@@ -104,6 +107,10 @@ def run_command(
     dry_run: bool,
     force_new_stage: str | None,
     json_out: Path | None,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: float | None,
+    ray_chunk: int | None,
     **options: Any,
 ) -> None:
     """The whole loop: mutate, plan, score, advantage and export, for each DESIGN (default:
@@ -123,9 +130,13 @@ def run_command(
     if dry_run:
         click.echo(json.dumps(loop.dry_run(config), indent=2))
         return
+    runner = make_executor(executor, ray_address, config.jobs, cpus=ray_cpus, chunk=ray_chunk)
     progress = Progress()
-    with reporting(progress.tasks):  # the witness search inside the mutate stage
-        summary = loop.run(config, rundir, force_new_stage, progress)
+    try:
+        with reporting(progress.tasks):  # the witness search inside the mutate stage
+            summary = loop.run(config, rundir, force_new_stage, progress, runner)
+    finally:
+        runner.close()
     progress.tasks.close()
     print_summary(summary)
     if json_out:

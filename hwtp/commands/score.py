@@ -9,8 +9,10 @@ from pathlib import Path
 import click
 
 from hwtp import mutate as engine
+from hwtp.commands.executors import executor_options
 from hwtp.commands.options import read_stdin, trust_option
 from hwtp.errors import ConfigError
+from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN
 from hwtp.planset import read_plans
 from hwtp.progress import progress
@@ -79,6 +81,7 @@ def kill_matrix(scores: Scores) -> str:
 )
 @click.option("--reward-levels", default="0,1,2", show_default=True, help="Rewards INVALID,PASS,DETECT.")
 @click.option("--sim", "simulator", default="verilator", show_default=True)
+@executor_options
 @trust_option
 def score_command(
     mutdir: Path,
@@ -93,6 +96,10 @@ def score_command(
     startup_s: float,
     reward_levels: str,
     simulator: str,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: float | None,
+    ray_chunk: int | None,
 ) -> None:
     """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
     stdin = read_stdin() if "-" in plan_refs else None
@@ -110,9 +117,13 @@ def score_command(
     )
     if wall_s <= 0 or startup_s <= 0:
         raise ConfigError("--timeout and --startup-timeout must be positive numbers of seconds")
+    runner = make_executor(executor, ray_address, config.jobs, isolated, ray_cpus, ray_chunk)
     total = len(plans) * (1 + len(mutant_set.valid))
-    with progress(total, "scoring") as tick:
-        scores = score(mutant_set, plans, config, progress=tick)
+    try:
+        with progress(total, "scoring") as tick:
+            scores = score(mutant_set, plans, config, progress=tick, executor=runner)
+    finally:
+        runner.close()
     if json_out:
         json_out.write_text(json.dumps(scores.as_dict(), indent=2) + "\n", encoding="utf-8")
     click.echo(kill_matrix(scores))

@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from hwtp import env
+from hwtp.commands.executors import executor_options
 from hwtp.errors import ConfigError
+from hwtp.executors.choice import require_ray
 
 _EXTRA_HINT = "hwtp serve needs the serve extra: pip install 'hwtp[serve]' (Starlette and uvicorn)"
 
@@ -86,6 +88,7 @@ def _token(token_env: str | None) -> tuple[str | None, str | None]:
     default="warning",
     show_default=True,
 )
+@executor_options
 def serve_command(
     states: tuple[Path, ...],
     host: str,
@@ -99,6 +102,10 @@ def serve_command(
     request_timeout: float,
     threads: int,
     log_level: str,
+    executor: str,
+    ray_address: str | None,
+    ray_cpus: float | None,
+    ray_chunk: int | None,
 ) -> None:
     """Serve rewards over HTTP from warm simulators until SIGTERM or Ctrl-C.
 
@@ -107,6 +114,10 @@ def serve_command(
     Gym's verify body; GET /health and GET /metrics report. A stop lets accepted requests finish.
     """
     _require_extra()
+    if executor == "ray":
+        require_ray()
+    elif ray_address or ray_cpus or ray_chunk:
+        raise ConfigError("--ray-address, --ray-cpus and --ray-chunk need --executor ray")
     # imported on use: the service needs the optional serve extra (starlette, uvicorn)
     from hwtp import rewards
     from hwtp.serve import server
@@ -123,7 +134,10 @@ def serve_command(
         if not Path(folder).is_dir():
             raise ConfigError(f"states folder {folder}: not found")
     token, token_var = _token(token_env)
-    rewards.configure(states=folders, workers=workers)
+    rewards.configure(
+        states=folders, workers=workers, executor=executor, ray_address=ray_address, ray_cpus=ray_cpus,
+        ray_chunk=ray_chunk,
+    )
     limits = ServeLimits(
         max_body_bytes=max_body_bytes,
         max_items=max_items,
@@ -132,7 +146,12 @@ def serve_command(
         request_timeout_s=request_timeout,
         scoring_threads=threads,
     )
-    app = create_app(rewards.score_completions, limits, token=token, states=folders, on_shutdown=warm.close_all)
+
+    def shutdown() -> None:
+        warm.close_all()
+        rewards.reset()  # also stops the Ray actors of --executor ray
+
+    app = create_app(rewards.score_completions, limits, token=token, states=folders, on_shutdown=shutdown)
     try:
         sock = server.bind(host, port)
     except OSError as exc:

@@ -22,6 +22,8 @@ from typing import Any
 
 from hwtp import env
 from hwtp.errors import ConfigError, PlanError, RewardError
+from hwtp.executors.base import EXECUTORS, Target, schemata_target
+from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
@@ -83,6 +85,10 @@ class Settings:
     simulator: str = "verilator"
     cache_root: Path | None = None
     idle_seconds: float = 300.0
+    executor: str = "local"  # local: warm pools here; ray: warm workers in Ray actors
+    ray_address: str | None = None  # None: the Ray job this process runs in, else a new local one
+    ray_cpus: float | None = None  # CPUs per Ray actor (None: 1)
+    ray_chunk: int | None = None  # evaluations per Ray actor call (None: 64)
 
     def folders(self) -> tuple[Path, ...]:
         if self.states is not None:
@@ -107,14 +113,22 @@ def configure(
     simulator: str | None = None,
     cache_root: str | Path | None = None,
     idle_seconds: float | None = None,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    ray_cpus: float | None = None,
+    ray_chunk: int | None = None,
 ) -> Settings:
     """Set where mutant sets are found (``states``: run folders or ``hwtp mutate`` output
     folders; default ``$HWTP_STATES``), simulator processes per warm pool, reward levels
-    (default ``hwtp score``'s 0,1,2), evaluation limits and simulator. Arguments left None keep
-    their value. Returns the settings in force."""
+    (default ``hwtp score``'s 0,1,2), evaluation limits and simulator, and where simulations
+    run (``executor``: ``local`` or ``ray``, on the cluster at ``ray_address`` or the one this
+    process belongs to; ``ray_cpus`` per actor, ``ray_chunk`` evaluations per actor call).
+    Arguments left None keep their value. Returns the settings in force."""
     global _settings
     if workers is not None and workers < 1:
         raise ConfigError(f"workers={workers}: at least 1")
+    if executor is not None and executor not in EXECUTORS:
+        raise ConfigError(f"executor={executor!r}: expected one of {', '.join(EXECUTORS)}")
     with _lock:
         changes: dict[str, Any] = {}
         if states is not None:
@@ -131,6 +145,14 @@ def configure(
             changes["cache_root"] = Path(cache_root)
         if idle_seconds is not None:
             changes["idle_seconds"] = idle_seconds
+        if executor is not None:
+            changes["executor"] = executor
+        if ray_address is not None:
+            changes["ray_address"] = ray_address
+        if ray_cpus is not None:
+            changes["ray_cpus"] = ray_cpus
+        if ray_chunk is not None:
+            changes["ray_chunk"] = ray_chunk
         before = _settings
         _settings = replace(_settings, **changes)
         after = _settings
@@ -140,13 +162,18 @@ def configure(
 
 
 def _simulation(s: Settings) -> tuple[Any, ...]:
-    return (s.workers, s.limits, s.simulator, s.cache_root, s.idle_seconds)
+    ray = (s.executor, s.ray_address, s.ray_cpus, s.ray_chunk)
+    return (s.workers, s.limits, s.simulator, s.cache_root, s.idle_seconds, *ray)
 
 
 def _close_pools() -> None:
+    global _remote
     with _lock:
         keys = list(_pool_keys)
         _pool_keys.clear()
+        remote, _remote = _remote, None
+    if remote is not None:
+        remote.close()
     live = warm.pools()
     for key in keys:
         pool = live.get(key)
@@ -184,6 +211,22 @@ def find_mutant_set(truth: GroundTruth) -> MutantSet:
 
 _builds: dict[tuple[str, str, str], Any] = {}
 _pool_keys: set[str] = set()  # the warm pools made here (hwtp.sim.warm.pool_for keys)
+_targets: dict[tuple[str, str, str], Target] = {}
+_remote: Any = None  # hwtp.executors.ray.RayExecutor (imported with ray), made on first use with executor="ray"
+
+
+def _ray_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any], config: Settings) -> Any:
+    """A future of the evaluations' results from the Ray actors (their warm pools)."""
+    global _remote
+    key = (set_digest, config.simulator, str(config.cache_root))
+    with _lock:
+        target = _targets.get(key)
+        if target is None:
+            target = _targets[key] = schemata_target(mutant_set, config.simulator, config.cache_root)
+        if _remote is None:
+            _remote = make_executor("ray", address=config.ray_address, cpus=config.ray_cpus, chunk=config.ray_chunk)
+        remote = _remote
+    return remote.submit(target, evaluations, config.limits)
 
 
 def _build(mutant_set: MutantSet, config: Settings) -> Any:
@@ -266,17 +309,24 @@ def _score_group(
         keys.append((index, truth, (p.id, p.state or GOLDEN)))
     config = _settings
     score_config = ScoreConfig(limits=config.limits, rewards=config.rewards)
-    pool = _pool(mutant_set, members[0][1].mutant_set)
+    digest = members[0][1].mutant_set
+    remote = config.executor == "ray"
+    pool = None if remote else _pool(mutant_set, digest)
     # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
     # workers simulate the ones already submitted.
     unique, pending = list(inputs.values()), []
     for start in range(0, len(unique), _CHUNK):
         prepared = prepare(mutant_set, unique[start : start + _CHUNK], score_config)
         evaluations = list(prepared.evaluations.values())
-        pending.append((prepared, pool.submit(evaluations) if evaluations else None))
+        if not evaluations:
+            pending.append((prepared, None))
+        elif pool is not None:
+            pending.append((prepared, pool.submit(evaluations)))
+        else:
+            pending.append((prepared, _ray_submit(mutant_set, digest, evaluations, config)))
     samples = {}
     for prepared, future in pending:
-        results = future.result() if future is not None else {}
+        results: dict[str, Any] = future.result() if future is not None else {}
         samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
     for index, truth, key in keys:
         out[index] = _result(samples[key], truth)

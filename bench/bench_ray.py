@@ -1,0 +1,199 @@
+"""Benchmark: evaluations on Ray actors (warm simulator workers) against one local warm worker.
+
+Workload: random plans (as a policy writes them) for golden and the mutant states of a small
+design (default counter_en_load); each plan's golden evaluation and its state's evaluation,
+about --evaluations of them. Every configuration runs the same evaluations once to warm up
+(actors placed, builds found in the cache, simulators started), then is timed over --repeat
+runs (best kept); results are checked equal to the local worker's (but for timings).
+
+- local, 1 worker: one ``hwtp.sim.warm.WarmPool`` process in this process (the baseline).
+- ray, 1 actor / 2 actors: ``hwtp.executors.ray.RayExecutor`` on a local Ray instance
+  (``ray.init(num_cpus=2)``), chunks of --chunk evaluations.
+- ray, 2 nodes: a simulated two-node cluster on this machine (``ray.cluster_utils.Cluster``,
+  one CPU per node), one actor per node.
+
+Reported: evaluations/s, speed-up and efficiency against the local worker (efficiency =
+speed-up / actors), Ray's overhead per evaluation with one actor (goal <= 10% at chunks of 64),
+bytes per evaluation through Ray (the chunk's evaluations sent, its result lines returned,
+pickled), and, with --build, building per node vs shipping the built folder through the
+object store. Then the capacity model: cores for --completions x --states per step in
+--step-seconds.
+
+Run: python bench/bench_ray.py [--design counter_en_load] [--evaluations 512] [--chunk 64] [--build]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import pickle
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.cluster_utils
+
+from hwtp import mutate as engine
+from hwtp.design import load_design
+from hwtp.executors.base import Target, schemata_target
+from hwtp.executors.ray import RayExecutor
+from hwtp.planning import plan_states
+from hwtp.planset import plan_input
+from hwtp.policy import make_policy
+from hwtp.prompt import Templates
+from hwtp.score import ScoreConfig, prepare
+from hwtp.sim.job import Evaluation, Limits
+from hwtp.sim.runner import EvalResult
+from hwtp.sim.warm import WarmPool
+
+
+def workload(design_name: str, states: int, evaluations: int, root: Path) -> tuple[Target, list[Evaluation]]:
+    design = load_design(design_name)
+    result = engine.mutate(design, engine.MutationConfig(n=states, seed=0, jobs=2))
+    engine.write(result, root / design_name)
+    mutant_set = engine.load(root / design_name)
+    names = ["golden", *(m.id for m in mutant_set.states)]
+    per_state = max(1, evaluations // (2 * len(names)) + 1)
+    policy = make_policy("random", mutant_set, seed=7)
+    records = plan_states(mutant_set, names, per_state, policy, Templates.load(), [])
+    prepared = prepare(mutant_set, [plan_input(r) for r in records], ScoreConfig())
+    return schemata_target(mutant_set), list(prepared.evaluations.values())[:evaluations]
+
+
+def timed(run: Any, repeat: int) -> tuple[float, dict[str, EvalResult]]:
+    run()  # warm-up: actors placed, builds found, simulators started
+    best, out = float("inf"), {}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = run()
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def same(a: dict[str, EvalResult], b: dict[str, EvalResult]) -> bool:
+    def strip(r: EvalResult) -> dict[str, Any]:
+        line = r.as_line()
+        line.pop("seconds")
+        return line
+
+    return a.keys() == b.keys() and all(strip(a[k]) == strip(b[k]) for k in a)
+
+
+def ray_rows(actors: int, target: Target, evs: list[Evaluation], args: Any) -> tuple[float, Any]:
+    executor = RayExecutor(chunk=args.chunk, actors=actors)
+    try:
+        return timed(lambda: executor.run(target, evs, Limits()), args.repeat)
+    finally:
+        executor.close()
+
+
+def bytes_per_evaluation(target: Target, evs: list[Evaluation], results: dict[str, EvalResult], chunk: int) -> float:
+    sent = sum(len(pickle.dumps(evs[i : i + chunk])) for i in range(0, len(evs), chunk))
+    back = sum(
+        len(pickle.dumps([results[e.id].as_line() for e in evs[i : i + chunk]])) for i in range(0, len(evs), chunk)
+    )
+    return (sent + back + len(pickle.dumps(target))) / len(evs)
+
+
+def build_compare(target: Target) -> dict[str, float]:
+    """Build in an empty cache (what each node does once) vs pack the built folder, pass it
+    through the object store and unpack it (what shipping the build would cost)."""
+    with tempfile.TemporaryDirectory(prefix="hwtp-bench-build-") as tmp:
+        fresh = Target(target.design, target.sources, target.simulator, Path(tmp) / "cache")
+        start = time.perf_counter()
+        build = fresh.build()
+        build_s = time.perf_counter() - start
+        start = time.perf_counter()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(build.path, arcname=build.path.name)
+        data = buf.getvalue()
+        ref = ray.put(data)
+        got = ray.get(ref)
+        with tarfile.open(fileobj=io.BytesIO(got), mode="r:gz") as tar:
+            tar.extractall(Path(tmp) / "unpacked", filter="data")
+        ship_s = time.perf_counter() - start
+        return {"build_s": build_s, "ship_s": ship_s, "ship_mb": len(data) / 1e6}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--design", default="counter_en_load")
+    ap.add_argument("--states", type=int, default=16)
+    ap.add_argument("--evaluations", type=int, default=512)
+    ap.add_argument("--chunk", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--build", action="store_true", help="Also compare building per node with shipping the build.")
+    ap.add_argument("--completions", type=int, default=512)
+    ap.add_argument("--step-states", type=int, default=8)
+    ap.add_argument("--step-seconds", type=float, default=10.0)
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="hwtp-bench-ray-"))
+    try:
+        target, evs = workload(args.design, args.states, args.evaluations, root)
+        target.build()  # cached before anything is timed
+        n = len(evs)
+        print(f"{args.design}: {n} evaluations, chunks of {args.chunk}")
+        rows: list[tuple[str, int, float]] = []
+        with WarmPool(target.build(), target.design, workers=1) as pool:
+            local_s, reference = timed(lambda: pool.run(evs), args.repeat)
+        rows.append(("local, 1 worker", 1, local_s))
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        for label, actors in (("ray, 1 actor", 1), ("ray, 2 actors", 2)):
+            seconds, out = ray_rows(actors, target, evs, args)
+            assert same(out, reference), label
+            rows.append((label, actors, seconds))
+        shipped = build_compare(target) if args.build else None
+        ray.shutdown()
+
+        cluster = ray.cluster_utils.Cluster(
+            initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+        )
+        cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        cluster.wait_for_nodes()
+        seconds, out = ray_rows(2, target, evs, args)
+        assert same(out, reference), "2 nodes"
+        rows.append(("ray, 2 nodes x 1 CPU", 2, seconds))
+        ray.shutdown()
+        cluster.shutdown()
+
+        base = n / local_s
+        print(f"{'configuration':<24}{'evals/s':>10}{'speed-up':>10}{'efficiency':>12}")
+        for label, workers, seconds in rows:
+            rate = n / seconds
+            print(f"{label:<24}{rate:>10.0f}{rate / base:>10.2f}{rate / base / workers:>12.0%}")
+        ray1 = rows[1][2]
+        overhead = ray1 / local_s - 1
+        print(
+            f"Ray overhead at chunks of {args.chunk}: {overhead:+.1%} "
+            f"({(ray1 - local_s) / n * 1e3:+.2f} ms per evaluation; goal <= 10%)"
+        )
+        per_ev = bytes_per_evaluation(target, evs, reference, args.chunk)
+        print(f"bytes per evaluation through Ray: {per_ev:.0f} (evaluations sent + result lines back + target once)")
+        if shipped:
+            print(
+                f"build per node {shipped['build_s']:.1f} s vs ship the build: {shipped['ship_mb']:.1f} MB "
+                f"packed, through the object store and unpacked in {shipped['ship_s']:.2f} s"
+            )
+        per_core = n / ray1
+        step = args.completions * (1 + args.step_states)
+        efficiency = (n / rows[3][2]) / base / 2
+        cores = step / (args.step_seconds * per_core * efficiency)
+        print(
+            f"capacity: {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} completions x "
+            f"{args.step_states} states = {step} evaluations (a shared golden each) in {args.step_seconds:g} s needs "
+            f"~{cores:.0f} cores at the 2-node efficiency ({efficiency:.0%})"
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

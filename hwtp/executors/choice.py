@@ -1,0 +1,46 @@
+"""Choosing an executor by name (``--executor local|ray``)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from hwtp.errors import ConfigError
+from hwtp.executors.base import EXECUTORS, Executor
+from hwtp.executors.local import LocalExecutor
+
+RAY_HINT = "--executor ray needs the ray extra: pip install 'hwtp[ray]'"
+
+
+def require_ray() -> None:
+    """A clear :class:`ConfigError` (exit 2) when Ray is not installed."""
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except ValueError:  # a module set to None in sys.modules
+        found = False
+    if not found:
+        raise ConfigError(RAY_HINT)
+
+
+def make_executor(
+    name: str,
+    address: str | None = None,
+    jobs: int = 1,
+    isolated: bool = False,
+    cpus: float | None = None,
+    chunk: int | None = None,
+) -> Executor:
+    """``local`` (``jobs`` processes, or one per evaluation with ``isolated``) or ``ray`` (actors
+    on the cluster at ``address``; ``cpus`` per actor, ``chunk`` evaluations per call)."""
+    if name == "local":
+        if address is not None:
+            raise ConfigError("--ray-address needs --executor ray")
+        return LocalExecutor(jobs=jobs, isolated=isolated)
+    if name == "ray":
+        if isolated:
+            raise ConfigError("--isolated runs on the local executor only")
+        require_ray()
+        # imported on use: it imports ray, the optional ray extra
+        from hwtp.executors.ray import RayExecutor
+
+        return RayExecutor(address=address, cpus=cpus, chunk=chunk)
+    raise ConfigError(f"unknown executor {name!r} (valid: {', '.join(EXECUTORS)})")

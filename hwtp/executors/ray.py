@@ -1,0 +1,284 @@
+"""The Ray executor: warm simulator workers in Ray actors, across the nodes of a cluster.
+
+Each actor (``num_cpus`` each, fractional allowed; by default one actor per CPU of the
+cluster) keeps a :class:`hwtp.sim.warm.WarmPool` of one simulator process per target (design
+and mutant set), made on first use: the actor receives the :class:`~hwtp.executors.base.Target`
+(the sources, put once in the object store per run) and builds it in its own node's cache,
+where concurrent builders coordinate through the cache's file lock as on one machine.
+
+Work is cut into chunks (default 64 evaluations), each one actor call, at most two in flight
+per actor so the next chunk is queued while one runs; results come back as chunks finish
+(``ray.wait``). Results are keyed by evaluation id and reported once: a chunk whose actor died
+(killed, out of memory, node lost) is sent again to a live actor (a fresh one when the cluster
+has room), and an id already reported is never reported again. Per-evaluation budgets and
+faults are the warm pool's, inside the actor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.exceptions
+
+from hwtp.errors import ConfigError, HwtpError, SimulationError
+from hwtp.executors.base import Target
+from hwtp.sim import warm
+from hwtp.sim.job import Evaluation, Limits
+from hwtp.sim.runner import Counters, EvalResult
+
+DEFAULT_CHUNK = 64
+#: Chunks queued on one actor: one running, one waiting, so the actor never waits for the driver.
+_DEPTH = 2
+#: Times one chunk is sent again after its actor died, before the run gives up.
+_ATTEMPTS = 4
+_POLL_S = 0.01
+_DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+
+
+class SimActor:
+    """One Ray actor: warm pools (one simulator process each) by target and limits."""
+
+    def __init__(self) -> None:
+        self.node = ray.get_runtime_context().get_node_id()
+
+    def run(self, target: Target, limits: Limits, evaluations: list[Evaluation]) -> list[dict[str, Any]]:
+        """The chunk's results, as the harness writes them (plain data: small and version-proof)."""
+        key = f"{target.key}:{limits.max_cycles}:{limits.wall_s}:{limits.startup_s}"
+        pool = warm.pool_for(key, lambda: warm.WarmPool(target.build(), target.design, workers=1, limits=limits))
+        return [r.as_line() for r in pool.run(evaluations).values()]
+
+    def where(self) -> tuple[str, int]:
+        """(node id, pid) of this actor."""
+        return self.node, os.getpid()
+
+
+@dataclass
+class _Slot:
+    handle: Any
+    started: Any  # the actor's first call: done once Ray has placed and started it
+    inflight: int = 0
+
+    @classmethod
+    def new(cls, remote: Any) -> _Slot:
+        handle = remote.remote()
+        return cls(handle, handle.where.remote())
+
+    def ready(self) -> bool:
+        """Started (or failed to: its chunks then fail and are sent elsewhere). An actor the
+        cluster has no room for yet (a node was lost) is given no work until it starts."""
+        if self.started is not None:
+            done, _ = ray.wait([self.started], timeout=0)
+            if not done:
+                return False
+            self.started = None
+        return True
+
+
+def _check_address(address: str) -> None:
+    """Refuse at once an address nothing listens on (``ray.init`` would retry for a minute)."""
+    if address == "auto" or address.startswith("ray://") or address.startswith("local"):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3):
+            return
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--ray-address {address}: no Ray cluster answers there ({exc})") from None
+
+
+def connect(address: str | None) -> None:
+    """Join the Ray cluster at ``address`` unless this process already belongs to one (a
+    trainer's Ray job: its workers use the cluster they run on)."""
+    if ray.is_initialized():
+        return
+    if address:
+        _check_address(address)
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"cannot connect to Ray at {address or 'a new local cluster'}: {exc}") from None
+
+
+class RayExecutor:
+    """Evaluations on Ray actors holding warm simulator workers (see the module docstring)."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        cpus: float | None = None,
+        chunk: int | None = None,
+        actors: int | None = None,
+    ) -> None:
+        if cpus is not None and not cpus > 0:
+            raise ConfigError(f"--ray-cpus {cpus}: must be above 0")
+        if chunk is not None and chunk < 1:
+            raise ConfigError(f"--ray-chunk {chunk}: at least 1 evaluation")
+        connect(address)
+        self.cpus = float(cpus or 1.0)
+        self.chunk = chunk or DEFAULT_CHUNK
+        total = ray.cluster_resources().get("CPU", 1.0)
+        self.size = actors or max(1, int(total // self.cpus))
+        self._remote = ray.remote(SimActor).options(num_cpus=self.cpus, max_concurrency=1)
+        self._lock = threading.Lock()
+        self._slots: list[_Slot] = []
+        self.stats = {"chunks": 0, "resubmitted": 0, "actors_lost": 0, "duplicates": 0}
+
+    # -- actors ---------------------------------------------------------------------------
+
+    def actors(self) -> list[Any]:
+        """Handles of the live actors (made on first use)."""
+        with self._lock:
+            self._fill()
+            return [s.handle for s in self._slots]
+
+    def ready_actors(self) -> list[Any]:
+        """Handles of the actors that have started (a replacement waits for room on the cluster)."""
+        with self._lock:
+            self._fill()
+            return [s.handle for s in self._slots if s.ready()]
+
+    def _fill(self) -> None:
+        while len(self._slots) < self.size:
+            self._slots.append(_Slot.new(self._remote))
+
+    def _lost(self, slot: _Slot) -> None:
+        """Forget a dead actor and ask for a replacement: it takes work once the cluster has
+        placed it (at once when the CPU came free; when a node was lost, once one joins)."""
+        with self._lock:
+            if slot not in self._slots:
+                return
+            self._slots.remove(slot)
+            self.stats["actors_lost"] += 1
+            self._fill()
+
+    def _pick(self) -> _Slot | None:
+        with self._lock:
+            self._fill()
+            ready = [s for s in self._slots if s.ready()]
+            slot = min(ready, key=lambda s: s.inflight, default=None)
+            if slot is None or slot.inflight >= _DEPTH:
+                return None
+            slot.inflight += 1
+            return slot
+
+    def _release(self, slot: _Slot) -> None:
+        with self._lock:
+            slot.inflight -= 1
+
+    # -- work -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        target: Target,
+        evaluations: Sequence[Evaluation],
+        limits: Limits,
+        progress: Callable[[int], None] | None = None,
+        on_result: Callable[[EvalResult], None] | None = None,
+        counters: Counters | None = None,
+        workdir: Path | None = None,
+    ) -> dict[str, EvalResult]:
+        """Run ``evaluations`` on the actors; ``on_result`` once per id as chunks finish."""
+        unique = list({ev.id: ev for ev in evaluations}.values())
+        if not unique:
+            return {}
+        shipped = ray.put(target)  # once per run; each node fetches it once
+        todo: deque[tuple[int, list[Evaluation]]] = deque(
+            (i, unique[start : start + self.chunk]) for i, start in enumerate(range(0, len(unique), self.chunk))
+        )
+        attempts: dict[int, int] = {}
+        inflight: dict[Any, tuple[_Slot, int, list[Evaluation]]] = {}
+        results: dict[str, EvalResult] = {}
+        try:
+            while todo or inflight:
+                while todo:
+                    slot = self._pick()
+                    if slot is None:
+                        break
+                    index, chunk = todo.popleft()
+                    ref = slot.handle.run.remote(shipped, limits, chunk)
+                    inflight[ref] = (slot, index, chunk)
+                    with self._lock:
+                        self.stats["chunks"] += 1
+                if not inflight:  # every actor is starting, or busy with other callers' chunks
+                    time.sleep(_POLL_S)
+                    continue
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    slot, index, chunk = inflight.pop(ref)
+                    self._release(slot)
+                    try:
+                        lines = ray.get(ref)
+                    except _DIED:
+                        self._lost(slot)
+                        attempts[index] = attempts.get(index, 0) + 1
+                        if attempts[index] >= _ATTEMPTS:
+                            raise SimulationError(
+                                f"a chunk of {len(chunk)} evaluations lost its Ray actor {_ATTEMPTS} times"
+                            ) from None
+                        with self._lock:
+                            self.stats["resubmitted"] += 1
+                        todo.appendleft((index, chunk))
+                        continue
+                    except ray.exceptions.RayTaskError as exc:
+                        cause = getattr(exc, "cause", None)
+                        if isinstance(cause, HwtpError):
+                            raise cause from None
+                        raise SimulationError(f"a Ray simulator actor failed: {exc}") from None
+                    fresh = 0
+                    for line in lines:
+                        result = EvalResult.from_line(line)
+                        if result.id in results:
+                            with self._lock:
+                                self.stats["duplicates"] += 1
+                            continue
+                        results[result.id] = result
+                        fresh += 1
+                        if on_result is not None:
+                            on_result(result)
+                    if counters is not None:
+                        counters.add(evaluations=fresh)
+                    if progress is not None and fresh:
+                        progress(fresh)
+        finally:
+            for slot, _index, _chunk in inflight.values():
+                self._release(slot)
+        return {ev.id: results[ev.id] for ev in unique}
+
+    def submit(
+        self, target: Target, evaluations: Sequence[Evaluation], limits: Limits
+    ) -> Future[dict[str, EvalResult]]:
+        """:meth:`run` in a thread of its own: a future of its results (for callers that prepare
+        the next batch meanwhile, as with :meth:`hwtp.sim.warm.WarmPool.submit`)."""
+        future: Future[dict[str, EvalResult]] = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(self.run(target, evaluations, limits))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name=f"hwtp-ray-{next(_numbers)}", daemon=True).start()
+        return future
+
+    def close(self) -> None:
+        """Stop the actors (their warm simulators die with them)."""
+        with self._lock:
+            slots, self._slots = self._slots, []
+        for slot in slots:
+            ray.kill(slot.handle)
+
+
+_numbers = itertools.count(1)

@@ -1,0 +1,235 @@
+"""The Ray executor on a Ray cluster started here (``ray.cluster_utils.Cluster``: a head and a
+worker node on 127.0.0.1, one CPU each): same answers as the local executor, an actor killed
+and a node removed mid-run without a result lost or counted twice, a killed ``hwtp run
+--executor ray`` resumed, rewards with ``executor="ray"``, clear errors."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hwtp.rewards as R
+from hwtp import run as loop
+from hwtp.design import load_design
+from hwtp.errors import HwtpError
+from hwtp.executors.base import schemata_target
+from hwtp.executors.local import LocalExecutor
+from hwtp.mutantset import MutantSet, set_hash
+from hwtp.planning import plan_states
+from hwtp.planset import plan_input
+from hwtp.policy import make_policy
+from hwtp.prompt import Templates
+from hwtp.runconfig import RunConfig
+from hwtp.score import ScoreConfig, prepare
+from hwtp.sim.job import Limits
+from hwtp.store import DB_NAME, open_store
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'hwtp[ray]')")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+from hwtp.executors.ray import RayExecutor  # noqa: E402 - needs ray, skipped above
+
+pytestmark = [pytest.mark.sim, pytest.mark.ray]
+
+DESIGNS = ("adder_carry", "counter_en_load")
+HWTP = str(Path(sys.executable).parent / "hwtp")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """Two nodes, one CPU each; this process is the driver."""
+    made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    made.add_node(num_cpus=1)
+    ray.init(address=made.address, include_dashboard=False, log_to_driver=False)
+    made.wait_for_nodes()
+    yield made
+    R.reset()
+    ray.shutdown()
+    made.shutdown()
+
+
+def _plans(mutant_set: MutantSet, samples: int) -> list[Any]:
+    states = [s.id for s in [*mutant_set.states][:8]]
+    policy = make_policy("random", mutant_set, seed=1)
+    records = plan_states(mutant_set, ["golden", *states], samples, policy, Templates.load(), [])
+    return [plan_input(r) for r in records]
+
+
+def _work(mutant_set: MutantSet, samples: int = 2) -> list[Any]:
+    prepared = prepare(mutant_set, _plans(mutant_set, samples), ScoreConfig())
+    return list(prepared.evaluations.values())
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Results equal but for the harness's own timing."""
+    assert set(a) == set(b)
+    for key in a:
+        x, y = a[key].as_line(), b[key].as_line()
+        x.pop("seconds"), y.pop("seconds")
+        assert x == y, key
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_scores_json_equals_local(cluster: Any, name: str, mutated: Any, run_cli: Any, tmp_path: Path) -> None:
+    mutant_set = mutated(name)
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    lines = [json.dumps(p.meta) for p in _plans(mutant_set, 2)]
+    (plans / "plans.jsonl").write_text("\n".join(lines) + "\n")
+    docs = []
+    for executor in ("local", "ray"):
+        out = tmp_path / f"{executor}.json"
+        extra = ["--ray-chunk", "8"] if executor == "ray" else []
+        code, _, err = run_cli("score", mutant_set.root, "--plans", plans, "--json", out, "-j", "1",
+                               "--executor", executor, *extra)
+        assert code == 0, err
+        doc = json.loads(out.read_text())
+        doc["stats"].pop("seconds")
+        docs.append(doc)
+    assert docs[0] == docs[1]
+    assert len(docs[0]["results"]) >= 18 and {r["outcome"] for r in docs[0]["results"]} >= {"passed", "detected"}
+
+
+def _kill_once(executor: RayExecutor, seen: list[str], action: Any) -> Any:
+    fired = threading.Event()
+
+    def on_result(result: Any) -> None:
+        seen.append(result.id)
+        if not fired.is_set():
+            fired.set()
+            action()
+
+    return on_result
+
+
+def test_an_actor_killed_mid_chunk_loses_nothing_and_counts_nothing_twice(cluster: Any, mutated: Any) -> None:
+    mutant_set = mutated("adder_carry")
+    evaluations = _work(mutant_set)
+    target = schemata_target(mutant_set)
+    expected = LocalExecutor().run(target, evaluations, Limits())
+    executor = RayExecutor(chunk=4)
+    try:
+        victim = executor.actors()[0]
+        seen: list[str] = []
+        kill = _kill_once(executor, seen, lambda: ray.kill(victim))
+        got = executor.run(target, evaluations, Limits(), on_result=kill)
+        _same(got, expected)
+        assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
+        assert executor.stats["actors_lost"] == 1 and executor.stats["resubmitted"] >= 1
+        deadline = time.monotonic() + 30
+        while len(executor.ready_actors()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert victim not in executor.actors() and len(executor.ready_actors()) == 2  # replaced: the CPU came free
+    finally:
+        executor.close()
+
+
+def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> None:
+    mutant_set = mutated("adder_carry")
+    evaluations = _work(mutant_set)
+    target = schemata_target(mutant_set)
+    expected = LocalExecutor().run(target, evaluations, Limits())
+    node = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    executor = RayExecutor(chunk=4)
+    try:
+        assert executor.size == 3
+        nodes = {ray.get(a.where.remote())[0] for a in executor.actors()}
+        assert node.node_id in nodes  # one actor per node
+        seen: list[str] = []
+        got = executor.run(
+            target, evaluations, Limits(), on_result=_kill_once(executor, seen, lambda: cluster.remove_node(node))
+        )
+        _same(got, expected)
+        assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
+        assert executor.stats["actors_lost"] == 1
+        assert len(executor.actors()) == 3 and len(executor.ready_actors()) == 2  # its replacement waits for room
+    finally:
+        executor.close()
+
+
+def test_a_killed_run_resumes(cluster: Any, tmp_path: Path) -> None:
+    rundir = tmp_path / "run"
+    argv = ["run", "adder_carry", "-o", str(rundir), "--states", "6", "-G", "8", "-j", "1", "--executor", "ray",
+            "--ray-chunk", "1"]
+    proc = subprocess.Popen(
+        [HWTP, *argv, "--ray-address", cluster.address],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    stored = 0
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (rundir / DB_NAME).exists():
+                with contextlib.suppress(HwtpError, sqlite3.Error), open_store(rundir, readonly=True) as store:
+                    stored = store.evaluation_count("adder_carry")
+            if stored:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert stored > 0, "the run stored no evaluation before it ended"
+    with open_store(rundir, readonly=True) as store:
+        before = store.evaluation_count("adder_carry")
+    executor = RayExecutor(chunk=1)  # one call per evaluation: its calls count what the rerun simulated
+    try:  # the same run again, in this process (already on the cluster)
+        loop.run(RunConfig(designs=("adder_carry",), states=6, samples=8, jobs=1), rundir, executor=executor)
+    finally:
+        executor.close()
+    with open_store(rundir, readonly=True) as store:
+        total = store.evaluation_count("adder_carry")
+        counters = store.counters()
+        samples = store.samples("adder_carry")
+    assert before < total == 8 * 7 * 2 - 8  # the golden state's plans run on golden only
+    assert executor.stats["chunks"] == total - before  # only the missing evaluations ran
+    assert counters["simulations"] == total  # each stored and counted once over both runs
+    assert len(samples) == 8 * 7 and all(s.outcome.value not in ("timeout", "error") for s in samples)
+
+
+def test_rewards_with_executor_ray_equal_local(cluster: Any, mutated: Any) -> None:
+    mutant_set = mutated("counter_en_load")
+    digest = set_hash(mutant_set)
+    items = [
+        ({"design": mutant_set.design.name, "state": p.state, "mutant_set": digest}, (p.meta or {})["completion"])
+        for p in _plans(mutant_set, 2)
+    ]
+    try:
+        R.configure(states=[mutant_set.root.parent], executor="local", workers=1)
+        local = R.score_completions(items)
+        R.configure(executor="ray", ray_chunk=8)
+        remote = R.score_completions(items)
+    finally:
+        R.reset()
+    assert [r.as_dict() for r in remote] == [r.as_dict() for r in local]
+    assert {r.outcome for r in local} >= {"passed", "detected"}
+
+
+def test_clear_errors(
+    cluster: Any, mutated: Any, run_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    root = mutated("adder_carry").root
+    plans = tmp_path / "p.yaml"
+    plans.write_text((load_design("adder_carry").root / "plans" / "reference.yaml").read_text())
+    wrong = subprocess.run(
+        [HWTP, "score", str(root), "--plans", str(plans), "--executor", "ray", "--ray-address", "127.0.0.1:1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert wrong.returncode == 2 and "--ray-address 127.0.0.1:1: no Ray cluster answers there" in wrong.stderr
+    code, _, err = run_cli("score", root, "--plans", plans, "--ray-address", "127.0.0.1:1")
+    assert code == 2 and "--ray-address needs --executor ray" in err
+    monkeypatch.setitem(sys.modules, "ray", None)
+    code, _, err = run_cli("score", root, "--plans", plans, "--executor", "ray")
+    assert code == 2 and "pip install 'hwtp[ray]'" in err
