@@ -23,6 +23,8 @@ setup(
         "hwtp",
         "hwtp.ci",
         "hwtp.commands",
+        "hwtp.corpus",
+        "hwtp.evaluation",
         "hwtp.executors",
         "hwtp.llm",
         "hwtp.rewards",

@@ -218,6 +218,55 @@ def load_shipped() -> list[Design]:
     return [load_design(name) for name in shipped_names()]
 
 
+#: Folders of design folders set for one command by ``--designs-dir`` (searched first).
+_designs_dirs: tuple[Path, ...] = ()
+
+
+def use_designs_dirs(dirs: Sequence[Path | str]) -> None:
+    """Search these folders of design folders first when a design is named (``--designs-dir``)."""
+    global _designs_dirs
+    _designs_dirs = tuple(Path(d).expanduser() for d in dirs)
+
+
+def search_path() -> list[tuple[Path, str]]:
+    """Where a design name is looked up, in order, with where each folder came from:
+    ``--designs-dir``, then ``$HWTP_DESIGNS``, then the shipped designs."""
+    return [
+        *((d, "--designs-dir") for d in _designs_dirs),
+        *((d, env.DESIGNS_VAR) for d in env.designs_path()),
+        (shipped_root(), "shipped"),
+    ]
+
+
+def designs_in(folder: Path) -> list[str]:
+    """Names of the design folders (``NAME/design.yaml``) directly in ``folder``, sorted."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if (p / MANIFEST).is_file() and _NAME_RE.match(p.name))
+
+
+def find_design(name: str) -> Path:
+    """The design folder a name resolves to (the first of :func:`search_path` holding
+    ``NAME/design.yaml``); :class:`DesignError` names every place looked in."""
+    looked = []
+    for folder, origin in search_path():
+        if (folder / name / MANIFEST).is_file():
+            return folder / name
+        if origin != "shipped":
+            looked.append(f"{folder} ({origin}{'' if folder.is_dir() else ', does not exist'})")
+    where = f", nor a design folder {name}/ in {'; '.join(looked)}" if looked else ""
+    raise DesignError(f"{name}: no such file, folder or shipped design{where} (shipped: {', '.join(shipped_names())})")
+
+
+def known_designs() -> list[tuple[str, Path]]:
+    """(name, folder) of every design :func:`find_design` can reach, the first of each name winning."""
+    seen: dict[str, Path] = {}
+    for folder, _origin in search_path():
+        for name in designs_in(folder):
+            seen.setdefault(name, folder / name)
+    return sorted(seen.items())
+
+
 #: Set for one command by ``--allow-system-tasks`` (None: ``$HWTP_ALLOW_SYSTEM_TASKS`` decides).
 _allow_system_tasks: bool | None = None
 
@@ -260,7 +309,8 @@ def load_design(
     clock: Clock | None = None,
     reset: Reset | None = None,
 ) -> Design:
-    """Load a design from a shipped name, a design folder, or a bare Verilog file.
+    """Load a design from a name (found by :func:`find_design`: ``--designs-dir``,
+    ``$HWTP_DESIGNS``, the shipped designs), a design folder, or a bare Verilog file.
 
     For a bare file, ``top`` names the top module (optional when the file has one module);
     ``clock``/``reset`` describe its clock and reset (when omitted, they are guessed from the
@@ -268,10 +318,8 @@ def load_design(
     """
     path = Path(ref)
     if not path.exists() and isinstance(ref, str) and _NAME_RE.match(ref):
-        shipped = shipped_root() / ref
-        if (shipped / MANIFEST).is_file():
-            return _load_folder(shipped, shipped=True)
-        raise DesignError(f"{ref}: no such file, folder or shipped design (shipped: {', '.join(shipped_names())})")
+        folder = find_design(ref)
+        return _load_folder(folder, shipped=folder.parent == shipped_root())
     if path.is_dir():
         if not (path / MANIFEST).is_file():
             raise DesignError(f"{path}: folder has no {MANIFEST}")

@@ -16,6 +16,8 @@ VERILATOR_VAR = "HWTP_VERILATOR"
 ALLOW_SYSTEM_TASKS_VAR = "HWTP_ALLOW_SYSTEM_TASKS"
 #: Folders (``os.pathsep``-separated) where reward functions find mutant sets: run folders or ``hwtp mutate`` outputs.
 STATES_VAR = "HWTP_STATES"
+#: Folders (``os.pathsep``-separated) of design folders, searched by name after ``--designs-dir``, before shipped.
+DESIGNS_VAR = "HWTP_DESIGNS"
 #: Simulator processes per warm pool (one pool per design and mutant set) of the reward functions.
 REWARD_WORKERS_VAR = "HWTP_REWARD_WORKERS"
 #: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
@@ -52,6 +54,11 @@ def allow_system_tasks() -> bool:
     return (get(ALLOW_SYSTEM_TASKS_VAR) or "").strip().lower() in ("1", "true", "yes")
 
 
+def designs_path() -> list[Path]:
+    """The folders of ``$HWTP_DESIGNS``, in order (each holds design folders ``NAME/design.yaml``)."""
+    return [Path(p).expanduser() for p in (get(DESIGNS_VAR) or "").split(os.pathsep) if p.strip()]
+
+
 def path_entries() -> list[str]:
     """The entries of ``$PATH``."""
     return [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
@@ -68,3 +75,5 @@ JOB_VAR = "HWTP_JOB"
 RESULTS_VAR = "HWTP_RESULTS"
 #: Set by the host for a warm simulator process: the Unix socket it takes evaluations from.
 WARM_VAR = "HWTP_WARM"
+#: Set by ``hwtp ci`` for a shared simulator process: its job file (:mod:`hwtp.ci.sharedtests`).
+CI_SHARED_VAR = "HWTP_CI_SHARED"

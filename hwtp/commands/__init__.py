@@ -25,6 +25,8 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.ci", "export_tests_command"),
     ("hwtp.commands.serve", "serve_command"),
     ("hwtp.commands.report", "report_command"),
+    ("hwtp.commands.eval", "eval_command"),
+    ("hwtp.commands.eval", "compare_command"),
 )
 
 

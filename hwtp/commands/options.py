@@ -1,4 +1,4 @@
-"""Options shared by commands that take a design (``--top``, ``--clock``, ``--reset``)."""
+"""Options shared by commands that take a design (``--designs-dir``, ``--top``, ``--clock``, ``--reset``)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,45 @@ from typing import Any, TypeVar
 import click
 
 from hwtp import yamlio
-from hwtp.design import Clock, ControlError, Design, Reset, allow_system_tasks, load_design, reset_of
-from hwtp.env import ALLOW_SYSTEM_TASKS_VAR
+from hwtp.design import (
+    Clock,
+    ControlError,
+    Design,
+    Reset,
+    allow_system_tasks,
+    load_design,
+    reset_of,
+    use_designs_dirs,
+)
+from hwtp.env import ALLOW_SYSTEM_TASKS_VAR, DESIGNS_VAR
 from hwtp.errors import ConfigError, PlanError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _designs_dirs(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> None:
+    if value:
+        use_designs_dirs(value)
+        ctx.call_on_close(lambda: use_designs_dirs(()))
+
+
+def designs_dir_option(func: F) -> F:
+    """Add ``--designs-dir DIR`` (repeatable): folders of design folders searched first when a
+    design is given by name (then ``$HWTP_DESIGNS``, then the shipped designs)."""
+    return click.option(
+        "--designs-dir",
+        multiple=True,
+        metavar="DIR",
+        expose_value=False,
+        callback=_designs_dirs,
+        help=f"Find designs named here first (a folder of NAME/design.yaml, e.g. from hwtp designs import); "
+        f"then ${DESIGNS_VAR}, then the shipped designs. Repeatable.",
+    )(func)
+
+
 def design_options(func: F) -> F:
-    """Add ``--top/--clock/--reset`` for designs given as a bare Verilog file."""
+    """Add ``--designs-dir`` (designs by name) and ``--top/--clock/--reset`` for designs given
+    as a bare Verilog file."""
     func = click.option(
         "--reset",
         "reset_spec",
@@ -32,7 +62,7 @@ def design_options(func: F) -> F:
         help="Bare file: clock port and period (default 10 ns); 'none' for combinational.",
     )(func)
     func = click.option("--top", help="Bare file: the top module (needed when the file has several).")(func)
-    return func
+    return designs_dir_option(func)
 
 
 def _allow(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -100,7 +130,8 @@ def parse_reset(spec: str | None) -> Reset | None:
 def resolve_design(
     ref: str, top: str | None = None, clock_spec: str | None = None, reset_spec: str | None = None
 ) -> Design:
-    """Load a design from a shipped name, a folder, or a bare file with the options."""
+    """Load a design from a name (``--designs-dir``, ``$HWTP_DESIGNS``, shipped), a folder, or a
+    bare file with the options."""
     if clock_spec == "none":
         design = load_design(ref, top=top, clock=None, reset=None)
         return replace(design, clock=None, reset=None)

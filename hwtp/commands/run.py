@@ -10,7 +10,7 @@ import click
 
 from hwtp import run as loop
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import trust_option
+from hwtp.commands.options import designs_dir_option, trust_option
 from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.executors.choice import make_executor
@@ -100,6 +100,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
 @executor_options
 @trust_option
+@designs_dir_option
 def run_command(
     designs: tuple[str, ...],
     rundir: Path,
