@@ -87,8 +87,10 @@ class _Signal:
 SELECTOR = "hwtp_mutant_sel"
 
 
-def _collect_state(root: HierarchyObject, skip: set[str]) -> tuple[list[Any], list[Any]]:
-    """Every writable logic handle under ``root`` except inputs; and the mutant selectors."""
+def _collect_state(root: HierarchyObject, skip: set[str], ports: bool = False) -> tuple[list[Any], list[Any]]:
+    """Every writable logic handle under ``root`` except inputs; and the mutant selectors.
+
+    ``ports``: also ``root``'s own signals (``hwtp ci`` runs the user's top, no wrapper)."""
     found: list[Any] = []
     selectors: list[Any] = []
 
@@ -96,7 +98,7 @@ def _collect_state(root: HierarchyObject, skip: set[str]) -> tuple[list[Any], li
         for child in handle:
             if child._path in skip:
                 continue
-            if depth == 0 and not isinstance(child, HierarchyObject):
+            if depth == 0 and not ports and not isinstance(child, HierarchyObject):
                 continue  # the wrapper's own ports: inputs are driven, outputs are wires
             if isinstance(child, ValueObjectBase) and not isinstance(child, ArrayObject):
                 if child._name == SELECTOR:

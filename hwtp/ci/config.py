@@ -17,9 +17,11 @@ name ``file:line: field: what is wrong`` and how to fix it. Every field also has
       paths: [tests]                # folders put on PYTHONPATH (default: this folder)
     build: {args: [], defines: {}, parameters: {}, simulator: verilator}
     mutation: {n: 32, operators: [], seed: 0}
-    timeout: 60                     # wall-clock seconds per simulator run (default: automatic)
+    timeout: 60                     # wall-clock seconds per mutant (default: automatic)
     jobs: 2
     min_score: 0.8
+    shared: true                    # many mutants per simulator process, when checked sound
+    timeouts_as: excluded           # or killed / survived: how timeouts count in the score
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ from hwtp.rtl import elaborate, module_names
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, backend_names
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: How a timeout counts in the score: as killed, as survived, or left out (the default).
+TIMEOUTS_AS = ("excluded", "killed", "survived")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
-    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "run"),
+    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "shared", "timeouts_as", "run"),
     ("design",): ("folder", "sources", "top", "clock", "reset"),
     ("tests",): ("modules", "paths", "filter", "env", "random_seed"),
     ("build",): ("simulator", "args", "defines", "parameters"),
@@ -83,6 +87,8 @@ class CiConfig:
     timeout_s: float | None = None               # per simulator run; None: max(30 s, 10 x golden)
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     min_score: float | None = None               # the gate; None: report only
+    shared: bool = True                          # many mutants per simulator process when sound (hwtp.ci.shared)
+    timeouts_as: str = "excluded"                # a timeout counts as killed, survived or not at all
     source: str = "hwtp.yaml"                    # where the config came from, for messages
 
     def __post_init__(self) -> None:
@@ -100,6 +106,8 @@ class CiConfig:
             raise ConfigError(f"{self.source}: min_score (--min-score) must be from 0 to 1")
         if self.simulator not in backend_names():
             raise ConfigError(f"{self.source}: build.simulator must be one of {', '.join(backend_names())}")
+        if self.timeouts_as not in TIMEOUTS_AS:
+            raise ConfigError(f"{self.source}: timeouts_as (--timeouts-as) must be one of {', '.join(TIMEOUTS_AS)}")
 
     def load_design(self) -> Design:
         """The design under test (ports elaborated from the RTL)."""
@@ -335,4 +343,12 @@ def from_document(path: Path, located: yamlio.Located) -> CiConfig:
     if min_score is not None and min_score > 1:
         raise r.error(("min_score",), "expected a number from 0 to 1")
     fields["min_score"] = min_score
+    shared = data.get("shared", True)
+    if not isinstance(shared, bool):
+        raise r.error(("shared",), "expected true or false")
+    fields["shared"] = shared
+    timeouts_as = data.get("timeouts_as", "excluded")
+    if timeouts_as not in TIMEOUTS_AS:
+        raise r.error(("timeouts_as",), f"expected one of {', '.join(TIMEOUTS_AS)}")
+    fields["timeouts_as"] = timeouts_as
     return CiConfig(**fields)

@@ -2,18 +2,23 @@
 
 The design's mutants (:func:`hwtp.mutate.mutate`) are compiled once, as mutant schemata, with
 the user's own top module. The user's cocotb tests then run unchanged: first on golden
-(``+hwtp_mutant=0``; if they fail there, nothing else is run), then once per mutant, each in
-its own simulator process (testbenches hold state), ``jobs`` at a time. A mutant is
-*killed* when any test fails, *survived* when all pass; a run that exceeds the timeout is
-killed by us and the mutant is *timeout*, one that crashes or writes no results is *error*:
-both are indeterminate, reported and left out of the score::
+(``+hwtp_mutant=0``; if they fail there, nothing else is run), then once per mutant: many
+mutants per simulator process when that is sound (:mod:`hwtp.ci.shared` checks it), else each
+in its own process, ``jobs`` processes at a time. A mutant is *killed* when any test fails,
+*survived* when all pass; a run over the timeout is stopped and the mutant is *timeout*, one that
+crashes or writes no results is *error*: both are indeterminate, neither killed nor survived.
+``timeouts_as`` chooses how timeouts count (errors are always left out)::
 
-    score = killed / (valid - equivalent - indeterminate)
+    excluded (default): score = killed / (valid - equivalent - indeterminate)
+    killed:             score = (killed + timeout) / (valid - equivalent - error)
+    survived:           score = killed / (valid - equivalent - error)
+
+``shard=(i, n)`` runs the i-th of n deterministic slices of the valid mutants (every n-th,
+from the i-th); :mod:`hwtp.ci.shards` merges the slices' JSON reports into the unsharded one.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import mutate as engine
+from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
-from hwtp.ci.runs import Run, run_tests
+from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
+from hwtp.ci.shared import power_on_job, run_mutants
 from hwtp.errors import EXIT_INPUT, HwtpError
 from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.sim import procs
@@ -76,6 +83,7 @@ class MutantResult:
     golden_line: str = ""  # the source line, stripped
     mutant_line: str = ""  # the same line in the mutant
     diff: str = ""  # unified diff against golden
+    key: str = ""  # stable identity for the survivor baseline (hwtp.ci.baseline.identity)
 
     @property
     def one_line_diff(self) -> str:
@@ -95,7 +103,16 @@ class MutantResult:
             "killed_by": list(self.killed_by),
             "reason": self.reason,
             "diff": self.diff,
+            "golden_line": self.golden_line,
+            "mutant_line": self.mutant_line,
+            "key": self.key,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MutantResult:
+        return cls(d["id"], d["operator"], d["file"], int(d["line"]), int(d["col"]), d["original"],
+                   d["replacement"], Status(d["status"]), float(d["seconds"]), tuple(d["killed_by"]),
+                   d["reason"], d["golden_line"], d["mutant_line"], d["diff"], d["key"])
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,10 @@ class CiReport:
     timeout_s: float = 0.0
     seconds: float = 0.0
     test_modules: tuple[str, ...] = field(default=())
+    timeouts_as: str = "excluded"  # how a timeout counts: excluded, killed or survived
+    shard: tuple[int, int] | None = None  # (i, n): this report holds the i-th of n slices
+    order: tuple[str, ...] = ()  # a shard's report: the ids of every valid mutant, in order
+    baseline: baseline.Check | None = None  # the survivors against --baseline
 
     def count(self, status: Status) -> int:
         return sum(1 for m in self.mutants if m.status == status)
@@ -123,7 +144,9 @@ class CiReport:
     @property
     def counts(self) -> dict[str, int]:
         killed, survived = self.count(Status.KILLED), self.count(Status.SURVIVED)
-        indeterminate = self.count(Status.TIMEOUT) + self.count(Status.ERROR)
+        timeout, error = self.count(Status.TIMEOUT), self.count(Status.ERROR)
+        indeterminate = timeout + error
+        scored = killed + survived + (timeout if self.timeouts_as != "excluded" else 0)
         return {
             "valid": len(self.mutants),
             "killed": killed,
@@ -132,15 +155,20 @@ class CiReport:
             "timeout": self.count(Status.TIMEOUT),
             "error": self.count(Status.ERROR),
             "indeterminate": indeterminate,
-            "scored": killed + survived,
+            "scored": scored,
             "rejected": len(self.rejected),
         }
 
     @property
+    def detected(self) -> int:
+        """The score's numerator: killed, plus timeouts when they count as killed."""
+        return self.count(Status.KILLED) + (self.count(Status.TIMEOUT) if self.timeouts_as == "killed" else 0)
+
+    @property
     def score(self) -> float | None:
-        """killed / (valid - equivalent - indeterminate); None when no mutant could be scored."""
+        """The formula's value (see the module docstring); None when no mutant could be scored."""
         c = self.counts
-        return c["killed"] / c["scored"] if c["scored"] else None
+        return self.detected / c["scored"] if c["scored"] else None
 
     @property
     def gate_passed(self) -> bool:
@@ -150,10 +178,14 @@ class CiReport:
         """
         if self.min_score is None:
             return True
+        if self.baseline is not None and self.baseline.new:
+            return False
+        if self.min_score is None:
+            return True
         c = self.counts
         if not c["scored"]:
             return c["indeterminate"] == 0
-        return c["killed"] >= self.min_score * c["scored"] - 1e-9
+        return self.detected >= self.min_score * c["scored"] - 1e-9
 
     @property
     def survivors(self) -> tuple[MutantResult, ...]:
@@ -162,13 +194,15 @@ class CiReport:
     @property
     def formula(self) -> str:
         c = self.counts
-        return (
-            f"killed {c['killed']} / (valid {c['valid']} - equivalent {c['equivalent']}"
-            f" - indeterminate {c['indeterminate']})"
-        )
+        if self.timeouts_as == "excluded":
+            return (f"killed {c['killed']} / (valid {c['valid']} - equivalent {c['equivalent']}"
+                    f" - indeterminate {c['indeterminate']})")
+        top = f"(killed {c['killed']} + timeout {c['timeout']})" if self.timeouts_as == "killed" else \
+            f"killed {c['killed']}"
+        return f"{top} / (valid {c['valid']} - equivalent {c['equivalent']} - error {c['error']})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "design": self.design,
             "top": self.top,
             "score": self.score,
@@ -188,7 +222,32 @@ class CiReport:
             "seconds": round(self.seconds, 3),
             "mutants": [m.as_dict() for m in self.mutants],
             "rejected": [{"id": i, "reason": r} for i, r in self.rejected],
+            "timeouts_as": self.timeouts_as,
+            "baseline": self.baseline.as_dict() if self.baseline else None,
         }
+        if self.shard is not None:
+            out["shard"] = {"index": self.shard[0], "count": self.shard[1], "order": list(self.order)}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], root: Path) -> CiReport:
+        """A report from its JSON (``hwtp ci merge``); ``root``: where mutant files are relative to."""
+        tests = tuple(TestOutcome(name.rpartition(".")[2], name.rpartition(".")[0], TestStatus.PASSED)
+                      for name in d["golden"]["tests"])
+        shard = d.get("shard")
+        return cls(
+            design=d["design"], top=d["top"], root=root,
+            mutants=tuple(MutantResult.from_dict(m) for m in d["mutants"]),
+            golden=Run(EvalStatus.PASS, tests, float(d["golden"]["seconds"])),
+            rejected=tuple((r["id"], r["reason"]) for r in d["rejected"]),
+            min_score=d["min_score"], since=d["since"], seed=int(d["seed"]),
+            build_seconds=float(d["build"]["seconds"]), build_cached=bool(d["build"]["cached"]),
+            timeout_s=float(d["timeout_s"]), seconds=float(d["seconds"]), test_modules=tuple(d["test_modules"]),
+            timeouts_as=d.get("timeouts_as", "excluded"),
+            shard=(int(shard["index"]), int(shard["count"])) if shard else None,
+            order=tuple(shard["order"]) if shard else (),
+            baseline=baseline.Check.from_dict(d["baseline"]) if d.get("baseline") else None,
+        )
 
 
 def _golden_problem(run: Run, config: CiConfig) -> str:
@@ -241,6 +300,7 @@ def _mutant_result(mutant_set: engine.MutantSet, m: engine.Mutant, run: Run | No
         g,
         n,
         mutant_set.diff(m),
+        baseline.identity(m.file, m.operator, m.original, m.replacement, golden_text, m.line, m.col),
     )
 
 
@@ -250,12 +310,17 @@ def run_ci(
     on_mutants: Callable[[int], None] | None = None,
     workdir: Path | None = None,
     cache_root: Path | None = None,
+    shard: tuple[int, int] | None = None,
+    verify: bool = False,
+    note: Callable[[str], None] | None = None,
 ) -> CiReport:
     """Mutate, build once, run the tests on golden then on every valid mutant; return the report.
 
     Raises :class:`TestbenchError` when the tests fail (or do not run) on golden.
     ``on_mutants`` is told how many mutants will run; ``progress`` gets each result as it comes;
-    ``cache_root`` overrides the build cache folder.
+    ``cache_root`` overrides the build cache folder; ``shard`` = (i, n) runs the i-th of n slices;
+    ``verify`` checks the shared process against a process per mutant again (:mod:`hwtp.ci.shared`);
+    ``note`` is told how the mutants ran.
     """
     start = time.perf_counter()
     design = config.load_design()
@@ -272,7 +337,10 @@ def run_ci(
     mutant_set = engine.mutate(design, mutation)
     schemata, _ = engine.schemata_sources(mutant_set)
     build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build, root=cache_root)
-    to_run = [m for m in mutant_set.valid if m.klass != MutantClass.EQUIVALENT]
+    valid = list(mutant_set.valid)
+    if shard is not None:
+        valid = valid[shard[0] - 1 :: shard[1]]
+    to_run = [m for m in valid if m.klass != MutantClass.EQUIVALENT]
     with procs.tempdir("ci", workdir) as tmp:
         golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S)
         if golden.status != EvalStatus.PASS:
@@ -280,19 +348,18 @@ def run_ci(
         timeout_s = config.timeout_s or max(30.0, 10.0 * golden.seconds)
         if on_mutants:
             on_mutants(len(to_run))
-        lock = threading.Lock()
+        by_index = {m.index: m for m in to_run}
 
-        def one(m: engine.Mutant) -> MutantResult:
-            run = run_tests(build, config, m.index, Path(tmp) / m.id, timeout_s)
-            result = _mutant_result(mutant_set, m, run)
+        def told(index: int, run: Run) -> None:
             if progress:
-                with lock:
-                    progress(result)
-            return result
+                progress(_mutant_result(mutant_set, by_index[index], run))
 
-        # Ctrl-C or a failure: map_threads starts nothing more and stops what runs
-        ran = {r.id: r for r in procs.map_threads(one, to_run, min(config.jobs, len(to_run) or 1))}
-    results = tuple(ran.get(m.id) or _mutant_result(mutant_set, m, None) for m in mutant_set.valid)
+        # Ctrl-C or a failure: the runners start nothing more and stop what runs
+        outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
+                              power_on=power_on_job(design), verify=verify, progress=told)
+        if note:
+            note(outcome.note)
+    results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index)) for m in valid)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != MutantStatus.VALID)
     return CiReport(
         design=design.name,
@@ -309,4 +376,7 @@ def run_ci(
         timeout_s=timeout_s,
         seconds=time.perf_counter() - start,
         test_modules=config.test_modules,
+        timeouts_as=config.timeouts_as,
+        shard=shard,
+        order=tuple(m.id for m in mutant_set.valid) if shard else (),
     )

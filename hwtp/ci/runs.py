@@ -89,7 +89,7 @@ def parse_results(path: Path) -> tuple[TestOutcome, ...]:
     return tuple(out)
 
 
-def _environment(build: Build, config: CiConfig, results: Path) -> dict[str, str]:
+def environment(build: Build, config: CiConfig, results: Path) -> dict[str, str]:
     """The simulator process's environment: the user's tests and top instead of hwtp's harness."""
     environ = build.backend.environment(config.top, harness=False)
     environ["COCOTB_TEST_MODULES"] = ",".join(config.test_modules)
@@ -116,7 +116,7 @@ def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeou
     log.debug("$ %s", shlex.join(argv))
     start = time.perf_counter()
     with log_path.open("w", encoding="utf-8") as out, procs.supervised(
-        argv, cwd=workdir, env=_environment(build, config, results), stdout=out, stderr=subprocess.STDOUT
+        argv, cwd=workdir, env=environment(build, config, results), stdout=out, stderr=subprocess.STDOUT
     ) as proc:
         finished = procs.wait(proc, timeout_s)
     seconds = time.perf_counter() - start
@@ -129,6 +129,11 @@ def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeou
         tests = parse_results(results)
     except ValueError as exc:
         return Run(EvalStatus.ERROR, (), seconds, f"{exc}; log tail:\n{tail}")
+    return run_of(tests, seconds, tail)
+
+
+def run_of(tests: tuple[TestOutcome, ...], seconds: float, tail: str) -> Run:
+    """The run whose tests are ``tests``: error when none ran, fail when one failed, else pass."""
     if not tests:
         return Run(EvalStatus.ERROR, (), seconds, f"no cocotb test ran; log tail:\n{tail}")
     failed = any(t.status == TestStatus.FAILED for t in tests)

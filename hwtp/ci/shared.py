@@ -1,0 +1,356 @@
+"""One simulator process for many mutants, checked for soundness against a process per mutant.
+
+A shared process (:mod:`hwtp.ci.sharedtests` inside it) runs the user's unchanged tests once per
+state: before each state the mutant selector is set and every signal's power-on value is written
+back, as ``hwtp score`` does between evaluations. Each state keeps its wall-clock timeout: the
+host reads the process's progress lines and, when one state runs over, stops the process, calls
+that state ``timeout`` and starts another process with the states left (results already
+finished are read from the JUnit the process rewrites at every state). A crash is the running
+state's ``error``; the rest resume the same way.
+
+Sound means: every state's tests give in the shared process what they give in a process of
+their own. Two checks, and a process per mutant (with a message) when either fails:
+
+- always: each shared process runs golden twice first; both must match the golden run in its
+  own process (same tests failing, none). A test that reads absolute simulation time, or keeps
+  global state between runs, fails this (its second run starts later, after another).
+- on first use of a testbench (no record for its build and test sources in the cache) and on
+  ``--verify``: a sample of mutants (killed and survived ones) is also run one process each;
+  status and failing tests must agree. The verdict is recorded in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyslang
+
+from hwtp import env
+from hwtp.ci import sharedtests
+from hwtp.ci.config import CiConfig
+from hwtp.ci.runs import Run, TestOutcome, TestStatus, environment, parse_results, run_of, run_tests
+from hwtp.design import Design
+from hwtp.mutators.schemata import PLUSARG
+from hwtp.rtl import parse
+from hwtp.sim import procs
+from hwtp.sim.buildcache import Build
+from hwtp.sim.runner import EvalStatus, log_tail
+
+#: Mutants run both ways when a testbench is checked (first use, --verify).
+SAMPLE = 4
+#: Wall-clock seconds a shared process may take to reach its first state (start-up, imports).
+STARTUP_S = 120.0
+_POLL_S = 0.1
+_LOG_TAIL_LINES = 25
+
+
+class SharedUnavailable(Exception):
+    """The shared process did not get to its first state (the reason has its log tail)."""
+
+
+@dataclass
+class _Mark:
+    position: int
+    wall: float
+    differ: list[str]  # signals whose power-on value could not be restored for this state
+
+
+def _job(folder: Path, states: Sequence[int], config: CiConfig, power_on: dict[str, object] | None) -> Path:
+    path = folder / "job.json"
+    path.write_text(json.dumps({"states": list(states), "modules": list(config.test_modules), **(power_on or {}),
+                                "filter": config.test_filter, "progress": str(folder / "progress.jsonl"),
+                                "partial": str(folder / "partial.xml"), "tests": str(folder / "tests.json")}),
+                    encoding="utf-8")
+    return path
+
+
+def _marks(path: Path) -> list[_Mark]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a line being written
+        out.append(_Mark(int(row["position"]), float(row["wall"]), list(row.get("differ", []))))
+    return out
+
+
+def _groups(tests: Sequence[TestOutcome], user: Sequence[tuple[str, str]]
+            ) -> list[tuple[TestOutcome, list[TestOutcome]]]:
+    """The results file regrouped by state: (its power-on marker, its user tests in ``user``'s
+    order). cocotb's JUnit groups test cases by module, in the order each module's ran; a state
+    is complete when every module holds all of its tests."""
+    by_module: dict[str, list[TestOutcome]] = {}
+    for t in tests:
+        by_module.setdefault(t.module, []).append(t)
+    markers = [t for t in by_module.get(sharedtests.__name__, []) if t.name == sharedtests.POWER_ON]
+    per_state: dict[str, int] = {}
+    for module, _name in user:
+        per_state[module] = per_state.get(module, 0) + 1
+    groups: list[tuple[TestOutcome, list[TestOutcome]]] = []
+    for position, marker in enumerate(markers):
+        taken: dict[str, int] = {}
+        group = []
+        for module, _name in user:
+            k = position * per_state[module] + taken.get(module, 0)
+            taken[module] = taken.get(module, 0) + 1
+            row = by_module.get(module, [])
+            if k >= len(row):
+                return groups
+            group.append(row[k])
+        groups.append((marker, group))
+    return groups
+
+
+def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
+                 power_on: dict[str, object] | None) -> tuple[list[Run | None], dict[int, list[str]]]:
+    """Run ``states`` in one process: a Run per state (None for those it did not get to), and
+    the states whose power-on state could not be restored, with the signals that differed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    results, partial, log_path = folder / "results.xml", folder / "partial.xml", folder / "sim.log"
+    environ = environment(build, config, results)
+    environ["COCOTB_TEST_MODULES"] = sharedtests.__name__
+    environ.pop("COCOTB_TEST_FILTER", None)  # applied by sharedtests, to the user's tests only
+    environ[env.CI_SHARED_VAR] = str(_job(folder, states, config, power_on))
+    argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}=0"])
+    start = time.perf_counter()
+    timed_out = False
+    marks: list[_Mark] = []
+    with log_path.open("w", encoding="utf-8") as out, procs.supervised(
+        argv, cwd=folder, env=environ, stdout=out, stderr=subprocess.STDOUT
+    ) as proc:
+        seen_at = start  # host time the last mark was seen
+        while not procs.wait(proc, _POLL_S):
+            now = time.perf_counter()
+            new = _marks(folder / "progress.jsonl")
+            if len(new) != len(marks):
+                marks, seen_at = new, now
+            budget = timeout_s if marks else STARTUP_S
+            if now - seen_at > budget:
+                timed_out = True
+                break
+        marks = _marks(folder / "progress.jsonl")
+    end_wall = time.time()
+    tail = log_tail(log_path, _LOG_TAIL_LINES)
+    if not marks:
+        raise SharedUnavailable(f"the shared simulator process did not start its tests "
+                                f"({'stopped after ' + format(STARTUP_S, 'g') + ' s' if timed_out else 'it ended'});"
+                                f" log tail:\n{tail}")
+    done = results.is_file()
+    source = results if done else partial
+    try:
+        user = [(m, n) for m, n in json.loads((folder / "tests.json").read_text(encoding="utf-8"))]
+        groups = _groups(parse_results(source), user) if source.is_file() else []
+    except (OSError, ValueError):
+        groups = []
+    walls = [m.wall for m in marks] + [end_wall]
+    runs: list[Run | None] = [None] * len(states)
+    for position, (marker, tests) in enumerate(groups[: len(states)]):
+        if position >= len(marks):
+            break  # recorded after a simulator failure, never run
+        seconds = walls[position + 1] - walls[position]
+        if marker.status == TestStatus.FAILED:
+            runs[position] = Run(EvalStatus.ERROR, (), seconds, f"power-on failed: {marker.message}")
+        else:
+            runs[position] = run_of(tuple(tests), seconds, tail)
+    current = marks[-1].position
+    if current < len(states) and runs[current] is None:
+        seconds = end_wall - marks[-1].wall
+        if timed_out:
+            runs[current] = Run(EvalStatus.TIMEOUT, (), seconds, f"stopped after the {timeout_s:g} s timeout")
+        elif not done:
+            runs[current] = Run(EvalStatus.ERROR, (), seconds,
+                                f"the simulator ended during this state (exit code {proc.returncode}); "
+                                f"log tail:\n{tail}")
+    return runs, {m.position: m.differ for m in marks if m.differ and m.position < len(states)}
+
+
+def run_shared(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
+               power_on: dict[str, object] | None = None) -> tuple[list[Run], dict[int, list[str]]]:
+    """A Run per state (in order) from as few shared processes as timeouts and crashes allow, and
+    the positions whose power-on state could not be restored (their runs are not to be used)."""
+    runs: list[Run | None] = [None] * len(states)
+    tainted: dict[int, list[str]] = {}
+    attempt = 0
+    while left := [i for i, r in enumerate(runs) if r is None]:
+        got, differ = _one_process(build, config, [states[i] for i in left], folder / f"p{attempt}", timeout_s,
+                                   power_on)
+        attempt += 1
+        if all(r is None for r in got):  # no progress: do not loop
+            got[0] = Run(EvalStatus.ERROR, (), 0.0, "the shared simulator process gave no result")
+        for k, (i, run) in enumerate(zip(left, got, strict=True)):
+            runs[i] = run
+            if k in differ:
+                tainted[i] = differ[k]
+    return [r for r in runs if r is not None], tainted
+
+
+def same(a: Run, b: Run) -> bool:
+    """Two runs of one state agree: the same status and the same failing tests."""
+    return a.status == b.status and {(t.module, t.name) for t in a.failed} == {(t.module, t.name) for t in b.failed}
+
+
+def _why(what: str, shared: Run, alone: Run) -> str:
+    def show(run: Run) -> str:
+        if run.failed:
+            return "fails " + ", ".join(f"{t.module}.{t.name}" for t in run.failed)
+        return run.status.value
+    return f"{what}: {show(alone)} in a process of its own but {show(shared)} in the shared process"
+
+
+def soundness_key(build: Build, config: CiConfig) -> str:
+    """The build and everything of the testbench a verdict depends on (the tests' Python files)."""
+    h = hashlib.sha256(json.dumps([build.key, config.test_modules, config.test_filter,
+                                   config.test_env, config.random_seed, config.top]).encode())
+    for folder in config.test_paths:
+        for path in sorted(folder.rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                h.update(f"\0{path}\0".encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def _record_path(key: str) -> Path:
+    return env.cache_dir() / "ci-shared" / f"{key[:32]}.json"
+
+
+def _record(key: str) -> dict[str, object] | None:
+    try:
+        data = json.loads(_record_path(key).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _save(key: str, sound: bool, reason: str) -> None:
+    path = _record_path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps({"sound": sound, "reason": reason}), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _sample(runs: dict[int, Run], size: int) -> list[int]:
+    """Up to ``size`` mutants, killed and survived alternately, spread over the run."""
+    killed = [m for m, r in runs.items() if r.status == EvalStatus.FAIL]
+    survived = [m for m, r in runs.items() if r.status == EvalStatus.PASS]
+
+    def spread(items: list[int], k: int) -> list[int]:
+        if k <= 0 or not items:
+            return []
+        step = len(items) / min(k, len(items))
+        return [items[int(i * step)] for i in range(min(k, len(items)))]
+
+    take_s = min(len(survived), size // 2)
+    picked = spread(killed, size - take_s) + spread(survived, take_s)
+    return sorted(picked)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The mutants' runs and how they were run (for the report and the terminal)."""
+
+    runs: dict[int, Run]
+    mode: str         # "shared" or "process"
+    note: str         # one line: processes used, or why a process per mutant
+
+
+def power_on_job(design: Design) -> dict[str, object]:
+    """What the shared process needs to restore power-on state (see :mod:`hwtp.ci.sharedtests`):
+    the top's output ports that hold state (variables, not nets: a simulator may not let them be
+    written, so they are checked after restoring), and the clock and reset it may pulse."""
+    _manager, trees = parse(design.sources)
+    options = pyslang.ast.CompilationOptions()
+    options.topModules = {design.top}
+    compilation = pyslang.ast.Compilation(pyslang.Bag([options]))
+    for tree in trees:
+        compilation.addSyntaxTree(tree)
+    check = [port.name for inst in compilation.getRoot().topInstances if inst.name == design.top
+             for port in inst.body.portList
+             if getattr(port, "internalSymbol", None) is not None
+             and port.internalSymbol.kind != pyslang.ast.SymbolKind.Net]
+    reset = None
+    if design.clock is not None and design.reset is not None:
+        reset = {"clock": design.clock.port, "port": design.reset.port, "active": design.reset.active_value,
+                 "cycles": design.reset.cycles}
+    return {"reset": reset, "check": check}
+
+
+def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: Run, folder: Path,
+                timeout_s: float, power_on: dict[str, object] | None = None, verify: bool = False,
+                progress: Callable[[int, Run], None] | None = None) -> Outcome:
+    """Run every mutant, in shared processes when sound (see the module docstring), else one
+    process each; ``power_on`` is :func:`power_on_job`; ``progress`` is told each mutant's run as it is known."""
+    lock = threading.Lock()
+
+    def tell(m: int, run: Run) -> None:
+        if progress:
+            with lock:
+                progress(m, run)
+
+    def alone(m: int) -> Run:
+        return run_tests(build, config, m, folder / f"m{m}", timeout_s)
+
+    def per_process(todo: Sequence[int], why: str) -> Outcome:
+        def one(m: int) -> tuple[int, Run]:
+            run = alone(m)
+            tell(m, run)
+            return m, run
+        runs = dict(procs.map_threads(one, list(todo), min(config.jobs, len(todo) or 1)))
+        return Outcome(runs, "process", why)
+
+    if not config.shared or not mutants:
+        return per_process(mutants, "one process per mutant" + ("" if config.shared else " (shared: false)"))
+    key = soundness_key(build, config)
+    record = _record(key)
+    if record is not None and not record.get("sound") and not verify:
+        return per_process(mutants, f"one process per mutant: this testbench is not sound in a shared "
+                                    f"process ({record.get('reason')}); --verify checks it again")
+    n_proc = max(1, min(config.jobs, len(mutants)))
+    chunks = [list(mutants[i::n_proc]) for i in range(n_proc)]
+
+    def chunk(i: int) -> tuple[list[Run], dict[int, list[str]]]:
+        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on)
+
+    got = procs.map_threads(chunk, range(n_proc), n_proc)
+    problems = [_why(f"golden, run {k + 1} in shared process {i + 1}", r, golden)
+                for i, (runs_i, tainted_i) in enumerate(got) for k, r in enumerate(runs_i[:2])
+                if k not in tainted_i and not same(r, golden)]
+    runs: dict[int, Run] = {}
+    redo: dict[int, list[str]] = {}
+    for i, (runs_i, tainted_i) in enumerate(got):
+        for k, (m, r) in enumerate(zip(chunks[i], runs_i[2:], strict=True)):
+            if k + 2 in tainted_i:
+                redo[m] = tainted_i[k + 2]
+            else:
+                runs[m] = r
+    if redo:  # power-on state not restorable for these: their own process each
+        runs.update(zip(redo, procs.map_threads(alone, list(redo), min(config.jobs, len(redo))), strict=True))
+    if not problems and (record is None or verify):
+        checked = _sample({m: r for m, r in runs.items() if m not in redo}, SAMPLE)
+        alone_runs = dict(zip(checked, procs.map_threads(alone, checked, min(config.jobs, len(checked) or 1)),
+                              strict=True))
+        problems = [_why(f"mutant {m}", runs[m], alone_runs[m]) for m in checked if not same(runs[m], alone_runs[m])]
+        if not problems:
+            _save(key, True, f"{len(checked)} mutants agreed")
+    if problems:
+        reason = ("its tests depend on absolute simulation time or on state kept between runs; "
+                  + problems[0])
+        _save(key, False, reason)
+        return per_process(mutants, f"one process per mutant: {reason}")
+    for m in mutants:
+        tell(m, runs[m])
+    note = (f"{n_proc} shared simulator process{'es' if n_proc > 1 else ''} for {len(mutants)} mutants")
+    if redo:
+        signals = sorted({s for names in redo.values() for s in names})
+        note += (f"; {len(redo)} run again in a process of their own (their power-on value of "
+                 f"{', '.join(signals[:3])}{', ...' if len(signals) > 3 else ''} could not be restored)")
+    return Outcome(runs, "shared", note)
