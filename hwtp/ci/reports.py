@@ -10,6 +10,10 @@ Every function renders a :class:`hwtp.ci.mutation.CiReport` to text; the command
   ``-`` indeterminate) and a ``DA`` hit count: the number killed, or 0 when one survived, so
   coverage viewers paint lines with survivors red.
 - Markdown: for ``$GITHUB_STEP_SUMMARY``.
+- GitHub workflow annotations: one ``::warning file=…,line=…,col=…,title=…::`` command per
+  survivor (its diff in the message), which GitHub shows on the pull request's changed lines.
+
+The score's formula is in every header; :mod:`hwtp.ci.sarif` writes SARIF.
 """
 
 from __future__ import annotations
@@ -38,11 +42,12 @@ def summary(report: CiReport) -> str:
     c = report.counts
     score = report.score
     head = (f"{report.design}: mutation score {_percent(score)} = {report.formula}"
-            + (f" = {c['killed']}/{c['scored']}" if c["scored"] else ""))
+            + (f" = {report.detected}/{c['scored']}" if c["scored"] else "")
+            + f" (timeouts {report.timeouts_as})")
     detail = (f"survived {c['survived']}, timeout {c['timeout']}, error {c['error']}, "
               f"rejected by hwtp mutate {c['rejected']}; golden {len(report.golden.tests)} tests in "
               f"{report.golden.seconds:.1f} s; {report.seconds:.1f} s in all")
-    lines = [head, detail]
+    lines = [head, detail, *_baseline_lines(report)]
     if report.min_score is not None:
         verdict = "passed" if report.gate_passed else "FAILED"
         if not c["scored"]:
@@ -51,6 +56,19 @@ def summary(report: CiReport) -> str:
         else:
             lines.append(f"gate min_score {report.min_score:.1%}: {verdict}")
     return "\n".join(lines)
+
+
+def _baseline_lines(report: CiReport) -> list[str]:
+    check = report.baseline
+    if check is None:
+        return []
+    lines = [f"baseline {check.path}: {len(check.accepted)} accepted survivors, {len(check.new)} new"
+             + (" (the gate fails on new survivors: " + ", ".join(check.new) + ")" if check.new else "")]
+    if check.now_killed:
+        lines.append(f"  now killed, remove from the baseline: {', '.join(e.where for e in check.now_killed)}")
+    if check.gone:
+        lines.append(f"  gone (no such mutant in this run): {', '.join(e.where for e in check.gone)}")
+    return lines
 
 
 def _clip(text: str, width: int) -> str:
@@ -147,13 +165,17 @@ def markdown(report: CiReport) -> str:
     lines = [f"## hwtp ci: mutation score {_percent(report.score)}{gate}", "",
              f"Design `{report.design}` (top `{report.top}`), tests: "
              + ", ".join(f"`{t}`" for t in report.test_modules) + ".", "",
-             f"Score = {report.formula}" + (f" = {c['killed']}/{c['scored']}." if c["scored"] else "."), "",
+             f"Score = {report.formula}" + (f" = {report.detected}/{c['scored']}." if c["scored"] else ".")
+             + f" Timeouts and errors are indeterminate: neither killed nor survived (timeouts "
+             f"{report.timeouts_as}).", "",
              "| killed | survived | timeout | error | equivalent | valid | rejected |",
              "|---:|---:|---:|---:|---:|---:|---:|",
              f"| {c['killed']} | {c['survived']} | {c['timeout']} | {c['error']} | {c['equivalent']} "
              f"| {c['valid']} | {c['rejected']} |", ""]
     if report.since:
         lines += [f"Only lines changed since `{html.escape(report.since)}` were mutated.", ""]
+    if report.baseline is not None:
+        lines += [f"Baseline: {'; '.join(_baseline_lines(report))}", ""]
     if report.survivors:
         lines += [f"### Survivors ({len(report.survivors)})", "",
                   "A survivor is a change to the design that every test still passes: a missing check.", "",
@@ -177,7 +199,7 @@ def markdown(report: CiReport) -> str:
 # --------------------------------------------------------------------------- lcov
 
 
-def _lcov_path(root: Path, rel: str, base: Path | None) -> str:
+def source_path(root: Path, rel: str, base: Path | None) -> str:
     full = (root / rel).resolve()
     if base is not None:
         try:
@@ -195,7 +217,7 @@ def lcov(report: CiReport, base: Path | None = None) -> str:
             by_file[m.file][m.line].append(m)
     out = []
     for rel in sorted(by_file):
-        out += ["TN:hwtp_ci", f"SF:{_lcov_path(report.root, rel, base)}"]
+        out += ["TN:hwtp_ci", f"SF:{source_path(report.root, rel, base)}"]
         lines = by_file[rel]
         branches = hit_branches = found = hit = 0
         for line in sorted(lines):
@@ -222,3 +244,31 @@ def lcov(report: CiReport, base: Path | None = None) -> str:
 
 def json_report(report: CiReport) -> str:
     return json.dumps(report.as_dict(), indent=2) + "\n"
+
+
+# --------------------------------------------------------------------------- GitHub annotations
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(report: CiReport, base: Path | None = None) -> str:
+    """GitHub workflow commands: a warning per survivor at its file, line and column (paths
+    relative to ``base``, the repository root, when inside it), its diff in the message.
+    Survivors a baseline accepts are left out."""
+    accepted = set(report.baseline.accepted) if report.baseline else set()
+    out = []
+    for m in report.survivors:
+        if m.id in accepted:
+            continue
+        props = {"file": source_path(report.root, m.file, base), "line": str(m.line), "col": str(m.col),
+                 "title": f"hwtp ci: surviving mutant {m.id} ({m.operator})"}
+        head = ",".join(f"{k}={_escape_property(v)}" for k, v in props.items())
+        message = f"No test fails when {m.golden_line!r} becomes {m.mutant_line!r}.\n{m.diff.rstrip()}"
+        out.append(f"::warning {head}::{_escape_data(message)}")
+    return "\n".join(out) + ("\n" if out else "")

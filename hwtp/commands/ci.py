@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
-from hwtp.ci import reports
-from hwtp.ci.config import CiConfig
-from hwtp.ci.mutation import MutantResult, run_ci
+from hwtp import env
+from hwtp.ci import baseline, reports, shards
+from hwtp.ci.config import TIMEOUTS_AS, CiConfig
+from hwtp.ci.mutation import CiReport, MutantResult, run_ci
+from hwtp.ci.sarif import sarif
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
@@ -20,14 +22,15 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 def _overrides(config: CiConfig, count: int | None, operators: str | None, seed: int | None,
                min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
-               include_plans: tuple[Path, ...]) -> CiConfig:
+               include_plans: tuple[Path, ...], shared: bool | None = None,
+               timeouts_as: str | None = None) -> CiConfig:
     changes: dict[str, object] = {}
     if count is not None:
         changes["n"] = count or None
     if operators is not None:
         changes["operators"] = tuple(o.strip() for o in operators.split(",") if o.strip())
     for name, value in (("seed", seed), ("min_score", min_score), ("since", since), ("jobs", jobs),
-                        ("timeout_s", timeout)):
+                        ("timeout_s", timeout), ("shared", shared), ("timeouts_as", timeouts_as)):
         if value is not None:
             changes[name] = value
     config = replace(config, **changes)  # type: ignore[arg-type]
@@ -50,6 +53,50 @@ class _Progress:
             self.bar(1)
 
 
+def _outputs(f: click.decorators.FC) -> click.decorators.FC:
+    """The report options of ``hwtp ci`` and ``hwtp ci merge``."""
+    options = [
+        click.option("--junit", type=_FILE, help="Write JUnit XML (one test case per mutant; survivors fail)."),
+        click.option("--markdown", type=_FILE, help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)."),
+        click.option("--lcov", type=_FILE, help="Write an lcov tracefile: mutants killed/survived per source line."),
+        click.option("--json", "json_out", type=_FILE, help="Write the full report as JSON (a shard's: for merge)."),
+        click.option("--sarif", "sarif_out", type=_FILE, help="Write SARIF 2.1.0: survivors for code scanning."),
+        click.option("--baseline", "baseline_in", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Accept the survivors this file lists: the gate fails only on new ones."),
+        click.option("--write-baseline", type=_FILE, help="Write today's survivors as a baseline file."),
+        click.option("--annotations/--no-annotations", default=None,
+                     help="Print GitHub workflow annotations for survivors. [default: when $GITHUB_ACTIONS]"),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: Path | None, lcov: Path | None,
+            json_out: Path | None, sarif_out: Path | None, baseline_in: Path | None, write_baseline: Path | None,
+            annotations: bool | None, gate: bool = True) -> None:
+    """Check the baseline, write the reports, print the summary, exit by the gate."""
+    if baseline_in is not None:
+        report = replace(report, baseline=baseline.check(report, baseline.load(baseline_in), str(baseline_in)))
+    base = Path.cwd()
+    outputs = [(junit, lambda: reports.junit(report)), (markdown, lambda: reports.markdown(report)),
+               (lcov, lambda: reports.lcov(report, base)), (json_out, lambda: reports.json_report(report)),
+               (sarif_out, lambda: sarif(report, base)),
+               (write_baseline, lambda: baseline.render(report.survivors))]
+    for path, render in outputs:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(), encoding="utf-8")
+    if annotations is None:
+        annotations = env.get(env.GITHUB_ACTIONS_VAR) == "true"
+    if annotations:
+        click.echo(reports.github_annotations(report, base), nl=False)
+    click.echo(reports.survivors_table(report))
+    click.echo(reports.summary(report))
+    if gate and not report.gate_passed:
+        ctx.exit(EXIT_GATE)
+
+
 @click.group("ci", invoke_without_command=True)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=CONFIG_NAME,
               show_default=True, help="The hwtp.yaml to use (a folder means its hwtp.yaml).")
@@ -59,45 +106,76 @@ class _Progress:
 @click.option("--min-score", type=float, help="Exit 1 when the score is below this (0..1). [min_score]")
 @click.option("--since", metavar="GITREV", help="Only mutate lines changed since this git revision.")
 @click.option("-j", "--jobs", type=int, help="Simulator processes at once. [jobs]")
-@click.option("--timeout", type=float, help="Seconds per run; a mutant over it is indeterminate. [timeout]")
-@click.option("--junit", type=_FILE, help="Write JUnit XML (one test case per mutant; survivors fail).")
-@click.option("--markdown", type=_FILE, help="Write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY).")
-@click.option("--lcov", type=_FILE, help="Write an lcov tracefile: mutants killed/survived per source line.")
-@click.option("--json", "json_out", type=_FILE, help="Write the full report as JSON.")
+@click.option("--timeout", type=float, help="Seconds per mutant; a mutant over it is indeterminate. [timeout]")
+@click.option("--timeouts-as", type=click.Choice(TIMEOUTS_AS),
+              help="Count timeouts as killed, survived, or leave them out of the score. [timeouts_as]")
+@click.option("--shared/--no-shared", default=None,
+              help="Many mutants per simulator process (checked sound), or one process each. [shared]")
+@click.option("--verify", is_flag=True, help="Check the shared process against a process per mutant again.")
+@click.option("--shard", metavar="I/N", help="Run the I-th of N slices of the mutants (write --json; then "
+              "hwtp ci merge).")
+@_outputs
 @click.option("--include-plans", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
               help="Also run this cocotb module (from hwtp export-tests): the score it adds. Repeatable.")
 @trust_option
 @click.pass_context
 def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str | None, seed: int | None,
        min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
+       timeouts_as: str | None, shared: bool | None, verify: bool, shard: str | None,
        junit: Path | None, markdown: Path | None, lcov: Path | None, json_out: Path | None,
+       sarif_out: Path | None, baseline_in: Path | None, write_baseline: Path | None, annotations: bool | None,
        include_plans: tuple[Path, ...]) -> None:
     """Mutation-test your cocotb testbench and gate CI on the score.
 
     Injects the mutants of `hwtp mutate` into the design (one schemata build), runs your
-    unchanged tests on golden, then on each mutant in its own simulator process. Exit 0 when the
-    score reaches min_score, 1 below it, 2 when the tests fail on golden or the config is wrong.
-    `hwtp ci init` writes a starter hwtp.yaml.
+    unchanged tests on golden, then on the mutants: many per simulator process when that gives
+    what a process per mutant gives (checked), else one process each. Exit 0 when the score
+    reaches min_score (and no survivor is new to --baseline), 1 otherwise, 2 when the tests fail
+    on golden or the config is wrong. `hwtp ci init` writes a starter hwtp.yaml; `hwtp ci merge`
+    combines --shard runs.
     """
     if ctx.invoked_subcommand is not None:
         return
+    part = shards.parse_shard(shard) if shard is not None else None
+    if part is not None and json_out is None:
+        raise ConfigError("--shard needs --json FILE: hwtp ci merge combines the shards' JSON reports")
     config = _overrides(load_ci(config_path), count, operators, seed, min_score, since, jobs, timeout,
-                        include_plans)
+                        include_plans, shared, timeouts_as)
     progress = _Progress()
-    report = run_ci(config, progress=progress, on_mutants=progress.start)
+    report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
+                    note=lambda text: click.echo(f"hwtp ci: {text}", err=True))
     if progress.bar is not None:
         progress.bar.close()
-    outputs = [(junit, lambda: reports.junit(report)), (markdown, lambda: reports.markdown(report)),
-               (lcov, lambda: reports.lcov(report, Path.cwd())),
-               (json_out, lambda: reports.json_report(report))]
-    for path, render in outputs:
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(), encoding="utf-8")
-    click.echo(reports.survivors_table(report))
-    click.echo(reports.summary(report))
-    if not report.gate_passed:
-        ctx.exit(EXIT_GATE)
+    if part is not None:
+        click.echo(f"shard {part[0]}/{part[1]}: {len(report.mutants)} of {len(report.order)} mutants; "
+                   "the gate applies to the merged report (hwtp ci merge)")
+    _finish(ctx, report, junit, markdown, lcov, json_out, sarif_out, baseline_in, write_baseline, annotations,
+            gate=part is None)
+
+
+@ci.command("merge")
+@click.argument("shard_reports", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=CONFIG_NAME,
+              show_default=True, help="The run's hwtp.yaml (where mutant files are; else here).")
+@click.option("--min-score", type=float, help="Override the shards' min_score (0..1).")
+@_outputs
+@click.pass_context
+def merge(ctx: click.Context, shard_reports: tuple[Path, ...], config_path: Path, min_score: float | None,
+          junit: Path | None, markdown: Path | None, lcov: Path | None, json_out: Path | None,
+          sarif_out: Path | None, baseline_in: Path | None, write_baseline: Path | None,
+          annotations: bool | None) -> None:
+    """Combine the JSON reports of `hwtp ci --shard I/N` runs into the report of the whole run.
+
+    Score, gate and every report are those an unsharded run gives (wall-clock times aside).
+    """
+    root = load_ci(config_path).root if locate(config_path).is_file() else Path.cwd()
+    report = shards.merge(shard_reports, root)
+    if min_score is not None:
+        if not 0.0 <= min_score <= 1.0:
+            raise ConfigError("--min-score must be from 0 to 1")
+        report = replace(report, min_score=min_score)
+    _finish(ctx, report, junit, markdown, lcov, json_out, sarif_out, baseline_in, write_baseline, annotations)
 
 
 @ci.command("init")
