@@ -172,12 +172,11 @@ class CiReport:
 
     @property
     def gate_passed(self) -> bool:
-        """True without a ``min_score``, else when the score reaches it.
+        """False when a survivor is new to the baseline; else true without a ``min_score``, else
+        when the score reaches it.
 
         With no scorable mutant it passes only when none ran (all timing out is not a pass).
         """
-        if self.min_score is None:
-            return True
         if self.baseline is not None and self.baseline.new:
             return False
         if self.min_score is None:
