@@ -118,10 +118,11 @@ def plan_states(
     return records
 
 
-def write_plans(records: Sequence[PlanRecord], outdir: Path) -> Path:
-    """Write plans.jsonl and the per-state files; returns the index path."""
+def write_plans(records: Sequence[PlanRecord], outdir: Path, per_state_files: bool = True) -> Path:
+    """Write plans.jsonl and (unless ``per_state_files`` is False) the per-state files for
+    people; returns the index path."""
     outdir.mkdir(parents=True, exist_ok=True)
-    for r in records:
+    for r in records if per_state_files else ():
         folder = outdir / r.state
         folder.mkdir(exist_ok=True)
         if r.generated.text is not None:

@@ -118,7 +118,7 @@ def _module(i: int) -> str:
     return f"module d(input [7:0] a, output [7:0] y);\n  assign y = a + 8'd{i};\nendmodule\n"
 
 
-def test_split_is_stable_when_designs_are_added(tmp_path: Path) -> None:
+def test_split_is_stable_when_designs_are_added(tmp_path: Path, run_cli: Callable[..., tuple[int, str, str]]) -> None:
     for i in range(40):
         _design(tmp_path, f"d{i}", _module(i))
     settings = splits.SplitSettings()
@@ -135,6 +135,10 @@ def test_split_is_stable_when_designs_are_added(tmp_path: Path) -> None:
     assert splits.split_folder(tmp_path / "other", settings)[where] == ["renamed"]
     assert splits.designs_of([tmp_path], where) == after[where]
     assert json.loads((tmp_path / "splits.json").read_text())["splits"] == after
+    code, out, _ = run_cli("designs", "split", tmp_path, "--json")
+    assert code == 0 and json.loads(out)["splits"] == after
+    code, out, _ = run_cli("designs", "--names", "--split", "test", "--designs-dir", tmp_path)
+    assert code == 0 and out.split() == after["test"]
 
 
 def test_designs_dir_env_and_shipped_order(

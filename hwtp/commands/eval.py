@@ -1,9 +1,8 @@
-"""``hwtp eval``: a policy on a split, golden pass and detection rates; ``eval compare``."""
+"""``hwtp eval``: a policy on a split, golden pass and detection rates; ``hwtp eval-compare``."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -16,27 +15,31 @@ from hwtp.evaluation import render
 from hwtp.evaluation.runner import EVAL_JSON, EVAL_MD, EvalConfig, evaluate
 from hwtp.policy import POLICIES
 from hwtp.progress import progress
+from hwtp.runconfig import RunConfig
 
 
 @click.command("eval")
 @click.argument("designs", nargs=-1)
 @click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--split", type=click.Choice(SPLITS), help="Every design of this split of --designs-dir.")
-@click.option("--policy", type=click.Choice(POLICIES), default=None, help="[random; openai with --endpoint]")
-@click.option("-G", "samples", type=click.IntRange(1), default=8, show_default=True, help="Plans per state.")
-@click.option("--states", type=click.IntRange(1), default=8, show_default=True, help="Mutants per design.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--witness-cycles", type=click.IntRange(0), default=1000, show_default=True)
-@click.option("--from", "replay_from", help="Replay: an hwtp plan folder, or one per design (e.g. OUT/plans).")
+@click.option("--policy", type=click.Choice(POLICIES), help="[random; openai with --endpoint]")
+@click.option("-G", "samples", type=int, help="Plans per state. [8]")
+@click.option("--states", type=int, help="Mutants per design (plus golden). [8]")
+@click.option("--seed", type=int, help="[0]")
+@click.option("--witness-cycles", type=int, help="Witness-search budget per mutant. [1000]")
+@click.option(
+    "--from", "replay_from", help="Replay: an hwtp plan folder, or one per design (e.g. an eval's OUT/plans)."
+)
 @click.option("--endpoint")
 @click.option("--model")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True)
-@click.option("--temperature", type=float, default=1.0, show_default=True)
-@click.option("--top-p", type=float, default=1.0, show_default=True)
+@click.option("--api-key-env")
+@click.option("--temperature", type=float)
+@click.option("--top-p", type=float)
 @click.option("--max-tokens", type=int)
-@click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True)
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Deadline of one request, s.")
-@click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default=True)
+@click.option("--concurrency", type=int)
+@click.option("--timeout", type=float, help="Total deadline of one endpoint request, s. [300]")
+@click.option("--retries", type=int, help="Retries of a failed endpoint request. [5]")
+@click.option("-j", "--jobs", type=int, help="Simulator processes. [CPUs]")
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json instead of the Markdown.")
 @designs_dir_option
 @trust_option
@@ -44,7 +47,6 @@ def eval_command(
     designs: tuple[str, ...],
     outdir: Path,
     split: str | None,
-    policy: str | None,
     as_json: bool,
     **options: object,
 ) -> None:
@@ -58,9 +60,10 @@ def eval_command(
         names += [n for n in designs_of(dirs, split) if n not in names]
     if not names:
         raise ConfigError("name DESIGNS or a --split of --designs-dir")
-    if policy is None:
-        policy = "openai" if options["endpoint"] else "random"
-    config = EvalConfig(policy=policy, split=split, **options)  # type: ignore[arg-type]
+    if options["policy"] is None and options["endpoint"]:
+        options["policy"] = "openai"
+    run = RunConfig(**{k: v for k, v in options.items() if v is not None})  # type: ignore[arg-type]
+    config = EvalConfig(run, split)
     paths = dict(known_designs())
     loaded = [load_design(paths.get(n, n)) for n in names]
     with progress(len(loaded), "evaluating designs") as bar:

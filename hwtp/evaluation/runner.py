@@ -19,22 +19,23 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hwtp import mutate as engine
 from hwtp.design import Design
-from hwtp.env import DEFAULT_API_KEY_VAR
 from hwtp.errors import ConfigError, HwtpError
 from hwtp.evaluation.metrics import bootstrap, pass_at_k, wilson
 from hwtp.evaluation.render import markdown
 from hwtp.mutantset import GOLDEN, MUTANTS_JSON, MutantSet, load, set_hash, write
 from hwtp.planning import SampleFailure, plan_states, write_plans
 from hwtp.planset import Generated, PlanRecord
-from hwtp.policy import PlanRequest, Policy, make_policy
+from hwtp.policy import PlanRequest, Policy
 from hwtp.prompt import Templates
 from hwtp.rewards import core
+from hwtp.run import run_policy
+from hwtp.runconfig import RunConfig
 from hwtp.score import Outcome, SampleResult, passed_golden, rates
 
 EVAL_JSON = "eval.json"
@@ -44,34 +45,23 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class EvalConfig:
-    policy: str = "random"
-    samples: int = 8  # G
-    states: int = 8  # mutants per design (plus golden)
-    seed: int = 0
-    witness_cycles: int = 1000
-    jobs: int = 2
-    replay_from: str | None = None
-    endpoint: str | None = None
-    model: str | None = None
-    api_key_env: str = DEFAULT_API_KEY_VAR
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int | None = None
-    concurrency: int = 8
-    timeout: float = 300.0
-    retries: int = 5
-    split: str | None = None  # recorded only
+    """What ``hwtp eval`` does: ``hwtp run``'s configuration (designs, states, G, seed, witness
+    cycles and the policy's settings; the advantage and export fields are not used) and the
+    split the designs came from (recorded)."""
 
-    def __post_init__(self) -> None:
-        if self.samples < 1 or self.states < 1:
-            raise ConfigError("-G and --states must be at least 1")
+    run: RunConfig = field(default_factory=RunConfig)
+    split: str | None = None
+
+    @property
+    def samples(self) -> int:
+        return self.run.samples
 
     def settings(self) -> dict[str, Any]:
         """What the numbers depend on (recorded with them; a comparison warns when they differ)."""
-        data = asdict(self)
-        for key in ("jobs", "concurrency", "timeout", "retries", "api_key_env"):
-            data.pop(key)
-        return data
+        data = self.run.fingerprint()
+        for key in ("designs", "preset", "group_by", "formats", "batch_size", "api_key_env"):
+            data.pop(key, None)
+        return data | {"split": self.split}
 
 
 class _Timed:
@@ -96,7 +86,8 @@ class _Timed:
 
 def mutant_set_for(design: Design, config: EvalConfig, folder: Path) -> MutantSet:
     """The design's mutant set in ``folder``, made once per (design, states, seed, witness cycles)."""
-    key = {"design_hash": design.content_hash, "n": config.states, "seed": config.seed, "w": config.witness_cycles}
+    run = config.run
+    key = {"design_hash": design.content_hash, "n": run.states, "seed": run.seed, "w": run.witness_cycles}
     stamp = folder / "eval-mutants.json"
     if (folder / MUTANTS_JSON).is_file() and stamp.is_file():
         try:
@@ -106,9 +97,7 @@ def mutant_set_for(design: Design, config: EvalConfig, folder: Path) -> MutantSe
             pass
     result = engine.mutate(
         design,
-        engine.MutationConfig(
-            n=config.states, seed=config.seed, jobs=config.jobs, witness_cycles=config.witness_cycles
-        ),
+        engine.MutationConfig(n=run.states, seed=run.seed, jobs=run.jobs, witness_cycles=run.witness_cycles),
     )
     write(result, folder)
     stamp.write_text(json.dumps(key) + "\n", encoding="utf-8")
@@ -116,26 +105,13 @@ def mutant_set_for(design: Design, config: EvalConfig, folder: Path) -> MutantSe
 
 
 def _policy(config: EvalConfig, mutant_set: MutantSet) -> Policy:
-    replay = None
-    if config.replay_from is not None:
-        base = Path(config.replay_from)
-        per_design = base / mutant_set.design.name
-        replay = per_design if per_design.is_dir() else base
-    return make_policy(
-        config.policy,
-        mutant_set,
-        seed=config.seed,
-        replay_from=replay,
-        endpoint=config.endpoint,
-        model=config.model,
-        api_key_env=config.api_key_env,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_tokens=config.max_tokens,
-        concurrency=config.concurrency,
-        timeout=config.timeout,
-        retries=config.retries,
-    )
+    """``hwtp run``'s policy; a replay folder may hold one ``hwtp plan`` folder per design."""
+    run = config.run
+    if run.replay_from is not None:
+        per_design = Path(run.replay_from) / mutant_set.design.name
+        if per_design.is_dir():
+            run = replace(run, replay_from=str(per_design))
+    return run_policy(run, mutant_set)
 
 
 _NUMBERS = re.compile(r"\d+")
@@ -172,7 +148,7 @@ def evaluate_design(design: Design, config: EvalConfig, outdir: Path, templates:
     policy = _Timed(_policy(config, mutant_set))
     failures: list[SampleFailure] = []
     records = plan_states(mutant_set, states, config.samples, policy, templates, failures)
-    write_plans(records, outdir / "plans" / design.name)
+    write_plans(records, outdir / "plans" / design.name, per_state_files=False)  # plans.jsonl: replayable
     digest = set_hash(mutant_set)
     scored = [r for r in records if r.generated.text is not None]
     rewards = core.score_completions(
@@ -288,15 +264,19 @@ def summarize(evals: Sequence[DesignEval], config: EvalConfig) -> dict[str, Any]
         ks.append(config.samples)
     overall = _numbers(evals, ks)
 
-    def golden_of(sample: Sequence[DesignEval]) -> float:
-        return rates([e.results for e in sample])[0]
+    counts = [_counts(e.results) for e in evals]  # per design: the bootstrap resamples these
 
-    def detect_of(sample: Sequence[DesignEval]) -> float:
-        return rates([e.results for e in sample])[1]
+    def golden_of(sample: Sequence[dict[str, int]]) -> float:
+        plans = sum(c["plans"] for c in sample)
+        return sum(c["golden_passed"] for c in sample) / plans if plans else 0.0
+
+    def detect_of(sample: Sequence[dict[str, int]]) -> float:
+        mutant = sum(c["mutant_samples"] for c in sample)
+        return sum(c["detected"] for c in sample) / mutant if mutant else 0.0
 
     overall["bootstrap95_over_designs"] = {
-        "golden_pass_rate": list(bootstrap(list(evals), golden_of)),
-        "detection_rate": list(bootstrap(list(evals), detect_of)),
+        "golden_pass_rate": list(bootstrap(counts, golden_of)),
+        "detection_rate": list(bootstrap(counts, detect_of)),
     }
     return {
         "version": FORMAT_VERSION,
