@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,11 @@ CNT = """module cnt(input clk, input rst_n, input en, output reg [3:0] q);
     if (!rst_n) q <= 4'd0; else if (en) q <= q + 4'd1;
 endmodule
 """
+_spec = importlib.util.spec_from_file_location("hwtp_tests_llm_server_i", Path(__file__).with_name("llm_server.py"))
+assert _spec and _spec.loader
+llm_server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(llm_server)
+
 XOR = "module xor8(input [7:0] a, input [7:0] b, output [7:0] y);\n  assign y = a ^ b;\nendmodule\n"
 
 
@@ -203,3 +209,39 @@ def test_run_and_eval_on_imported_corpus(
     code, out, _ = run_cli("eval-compare", tmp_path / "ev", tmp_path / "ev2", "--labels", "random,replay")
     assert code == 0
     assert "| golden pass rate | 100.0% | 100.0% | +0.0 pt |" in out
+
+
+INC_PLAN = "```yaml\ntests:\n  - name: t\n    steps:\n      - drive: {a: 1}\n      - expect: {y: 2}\n```\n"
+
+
+@pytest.mark.sim
+def test_eval_of_an_endpoint(corpus: Path, tmp_path: Path, run_cli: Callable[..., tuple[int, str, str]]) -> None:
+    # choice 0 is a plan that passes on golden, choice 1 prose: half the plans pass, half are invalid
+    with llm_server.running_server({"texts": [INC_PLAN, "I will not write a plan."]}) as url:
+        code, out, err = run_cli(
+            "eval",
+            "--designs-dir",
+            corpus,
+            "inc",
+            "-o",
+            tmp_path / "ev",
+            "-G",
+            "2",
+            "--states",
+            "2",
+            "--endpoint",
+            url,
+            "--model",
+            "m",
+            "--api-key-env",
+            "HWTP_TEST_NO_KEY",
+        )
+    assert code == 0, err
+    doc = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    o = doc["overall"]
+    assert doc["settings"]["policy"] == "openai" and doc["settings"]["model"] == "m"
+    assert o["golden_pass_rate"] == 0.5 and o["outcomes"]["invalid"] == o["samples"] / 2
+    assert o["pass_at_k"]["golden"] == {"1": 0.5, "2": 1.0}  # per state: n=2, c=1
+    assert sum(o["invalid_reasons"].values()) == o["samples"] / 2
+    assert o["tokens"]["completion"] > 0 and o["latency_s"]["p50"] is not None
+    assert "| invalid-plan reason | samples |" in out

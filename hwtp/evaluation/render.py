@@ -36,6 +36,7 @@ def markdown(doc: dict[str, Any]) -> str:
     boot = o.get("bootstrap95_over_designs", {})
     for key, label in (("golden_pass_rate", "golden pass rate"), ("detection_rate", "detection rate")):
         lines.append(f"| {label} | {_pct(o[key])} | {_ci(o['wilson95'][key])} | {_ci(boot.get(key))} |")
+    lines += ["", "Wilson: samples as independent trials; bootstrap: 1000 resamples of the designs."]
     lines += ["", "| pass@k | " + " | ".join(f"k={k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
     for kind in ("golden", "detect"):
         lines.append(f"| {kind} | " + " | ".join(_pct(o["pass_at_k"][kind].get(str(k))) for k in ks) + " |")
