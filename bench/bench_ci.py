@@ -9,7 +9,13 @@ simulator process, and use the same Verilator build options.
   (a fresh build folder) and run the testbench, one after the other (each build uses
   ``make -j``). Measured on ``--baseline-mutants`` of them and extrapolated to all 33 builds
   and runs (printed as such); mutation time is the same as hwtp's and is added to it.
-- hwtp ci: ``run_ci`` end to end (mutate, one schemata build, golden, 32 runs, ``-j``).
+- hwtp ci, a process per mutant (``shared: false``): ``run_ci`` end to end (mutate, one
+  schemata build, golden, 32 simulator processes, ``-j``).
+- hwtp ci, one process for many (``shared: true``, the default): the same, the mutants run in
+  ``-j`` shared simulator processes; measured on first use (with the soundness check: a sample
+  of mutants also run one process each) and again once the verdict is recorded.
+- shards: the same run as 4 shards (``shard=(i, 4)``) merged (:func:`hwtp.ci.shards.merge`);
+  the merged report must equal the unsharded one (wall-clock fields aside).
 
 Both are measured twice in the same run: with ccache warm (Verilator's runtime objects
 cached, as on a CI machine that keeps a ccache folder) and with ccache off (a plain machine).
@@ -21,6 +27,7 @@ Run: python bench/bench_ci.py [--design counter_en_load] [--baseline-mutants 3] 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -32,8 +39,9 @@ from pathlib import Path
 from hwtp import mutate as engine
 from hwtp.ci.config import CiConfig
 from hwtp.ci.exporttests import export_tests
-from hwtp.ci.mutation import run_ci
+from hwtp.ci.mutation import CiReport, run_ci
 from hwtp.ci.runs import run_tests
+from hwtp.ci.shards import merge
 from hwtp.design import load_design, shipped_root
 from hwtp.sim import toolchain
 from hwtp.sim.backends import get_backend
@@ -95,17 +103,45 @@ def measure(config: CiConfig, baseline: int, jobs: int, label: str, with_j1: boo
         rows.append(f"{label:<12} per-mutant flow ({measured} of {states} measured, extrapolated)"
                     f"  mutate {mutate_s:6.1f}  build {states * build_s:7.1f}  runs {states * run_s:6.1f}"
                     f"  total {base_total:7.1f}")
+        whole = None
         for j in ([jobs, 1] if with_j1 and jobs != 1 else [jobs]):
-            start = time.perf_counter()
-            report = run_ci(replace(config, jobs=j), cache_root=root / f"cache-hwtp-{j}",
-                            workdir=root)
-            total = time.perf_counter() - start
-            c = report.counts
-            score = f"{report.score:.0%}" if report.score is not None else "n/a"
-            rows.append(f"{label:<12} hwtp ci -j {j} (1 build, {c['valid']} mutants, score {score})"
-                        f"{'':<9}build {report.build_seconds:7.1f}  total {total:7.1f}"
-                        f"  ->  {base_total / total:5.1f}x faster")
+            cache = root / f"cache-hwtp-{j}"
+            for what, shared, verify in (("process per mutant", False, False),
+                                         ("shared, first use", True, True), ("shared", True, False)):
+                notes: list[str] = []
+                start = time.perf_counter()
+                report = run_ci(replace(config, jobs=j, shared=shared), cache_root=cache, workdir=root,
+                                verify=verify, note=notes.append)
+                total = time.perf_counter() - start
+                c = report.counts
+                score = f"{report.score:.0%}" if report.score is not None else "n/a"
+                rows.append(f"{label:<12} hwtp ci -j {j} {what:<19} ({c['valid']} mutants, score {score})"
+                            f"  build {report.build_seconds:5.1f}  total {total:6.1f}"
+                            f"  ->  {base_total / total:5.1f}x faster   [{notes[0] if notes else ''}]")
+                whole = whole or (report if shared else None)
+        if whole is not None:
+            rows.append(f"{label:<12} 4 shards merged == unsharded: {_sharded_equal(config, whole, root)}")
     return rows
+
+
+def _comparable(report: CiReport) -> dict[str, object]:
+    """The report without wall-clock fields (they differ between any two runs)."""
+    d = report.as_dict()
+    for key in ("seconds", "build", "timeout_s"):
+        d.pop(key)
+    d["golden"].pop("seconds")
+    for m in d["mutants"]:
+        m.pop("seconds")
+    return d
+
+
+def _sharded_equal(config: CiConfig, whole: CiReport, root: Path) -> bool:
+    paths = []
+    for i in range(1, 5):
+        part = run_ci(replace(config, shared=True), cache_root=root / "cache-shards", workdir=root, shard=(i, 4))
+        paths.append(root / f"shard{i}.json")
+        paths[-1].write_text(json.dumps(part.as_dict()), encoding="utf-8")
+    return _comparable(merge(paths, whole.root)) == _comparable(whole)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hwtp import yamlio
 from hwtp.errors import ConfigError
 
 if TYPE_CHECKING:  # mutation imports this module for identity()
@@ -98,10 +99,9 @@ def render(survivors: Iterable[MutantResult]) -> str:
 
 def load(path: Path) -> tuple[Entry, ...]:
     """The entries of a baseline file; a clear error when it is not one."""
+    text = yamlio.read_text(path, ConfigError)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"--baseline {path}: cannot read it: {exc.strerror}") from exc
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); write it with hwtp ci --write-baseline") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("survivors"), list):

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hwtp import yamlio
 from hwtp.ci.mutation import CiReport
 from hwtp.errors import ConfigError
 
@@ -35,10 +36,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    text = yamlio.read_text(path, ConfigError)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from exc
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("shard"), dict):

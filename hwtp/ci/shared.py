@@ -214,7 +214,7 @@ def soundness_key(build: Build, config: CiConfig) -> str:
     for folder in config.test_paths:
         for path in sorted(folder.rglob("*.py")):
             if "__pycache__" not in path.parts:
-                h.update(f"\0{path}\0".encode() + path.read_bytes())
+                h.update(f"\0{path.relative_to(folder)}\0".encode() + path.read_bytes())
     return h.hexdigest()
 
 
