@@ -26,6 +26,7 @@ setup(
         "hwtp.corpus",
         "hwtp.evaluation",
         "hwtp.executors",
+        "hwtp.formal",
         "hwtp.llm",
         "hwtp.rewards",
         "hwtp.serve",

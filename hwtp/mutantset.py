@@ -41,9 +41,9 @@ class MutantStatus(str, Enum):
 class MutantClass(str, Enum):
     """What the witness search proved about a mutant (str-valued: mutants.json's ``class``)."""
 
-    UNKNOWN = "unknown"  # not told apart from golden within the search budget
+    UNKNOWN = "unknown"  # not told apart from golden within the search budget (nor by the formal check)
     KILLABLE = "killable"  # a witness plan tells it from golden
-    EQUIVALENT = "equivalent"  # semantics-preserving by construction: no plan can detect it
+    EQUIVALENT = "equivalent"  # semantics-preserving by construction, or proved by Yosys (``Mutant.proof``)
     NONTERMINATING = "nonterminating"  # its evaluation never ends within its budget (reason in ``Mutant.reason``)
 
 
@@ -70,10 +70,20 @@ class Mutant:
     start: int = 0
     end: int = 0
     sites: tuple[Site, ...] = field(default=(), compare=False)
+    #: The formal check's record (hwtp.formal): method (sat, k-induction, bmc, none), depth,
+    #: seconds, tool, and the reason when it stayed unknown. None: not checked formally.
+    proof: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def proved_equivalent(self) -> bool:
+        """Proved equivalent to golden by the formal check: never a training state."""
+        return self.klass == MutantClass.EQUIVALENT and self.proof is not None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("sites")
+        if self.proof is None:  # sets never checked formally keep their bytes (and hashes)
+            data.pop("proof")
         data["status"] = self.status.value
         data["class"] = data.pop("klass").value
         data["parents"] = list(self.parents)
@@ -128,8 +138,15 @@ class MutantSet:
     @property
     def states(self) -> tuple[Mutant, ...]:
         """The valid mutants that make default states for planning, scoring and training:
-        all but the non-terminating ones (every evaluation on them would only time out)."""
-        return tuple(m for m in self.valid if m.klass != NONTERMINATING)
+        all but the non-terminating ones (every evaluation on them would only time out) and
+        the ones Yosys proved equivalent (no plan can detect them: the same reward for a
+        perfect plan and a lazy one). Equivalents added on purpose (``--equivalents``, not
+        checked formally) stay: scoring caps their reward."""
+        return tuple(m for m in self.valid if m.klass != NONTERMINATING and not m.proved_equivalent)
+
+    @property
+    def proved_equivalent(self) -> tuple[Mutant, ...]:
+        return tuple(m for m in self.valid if m.proved_equivalent)
 
     @property
     def nonterminating(self) -> tuple[Mutant, ...]:

@@ -20,6 +20,10 @@ import pyslang
 
 from hwtp.design import Design, SourceFile
 from hwtp.errors import MutantError
+from hwtp.formal import yosys as formal_yosys
+from hwtp.formal.classify import FormalConfig
+from hwtp.formal.classify import check as formal_check
+from hwtp.formal.miter import Bounds
 from hwtp.gitlines import changed_lines
 from hwtp.mutantset import (
     MUTANTS_JSON,
@@ -60,6 +64,10 @@ __all__ = [
 
 log = logging.getLogger("hwtp.mutate")
 
+#: ``--formal``: off; auto (the witness search's unknowns, when Yosys is installed); unknown
+#: (the same, Yosys required); all (every valid mutant, killable ones included).
+FORMAL_MODES = ("off", "auto", "unknown", "all")
+
 
 @dataclass(frozen=True)
 class MutationConfig:
@@ -82,6 +90,9 @@ class MutationConfig:
     prefer_killable: bool = True  # over-sample 2x and keep provably killable mutants first
     simulator: str = DEFAULT_BACKEND  # the backend that lints every candidate (the one that will build them)
     build: BuildOptions = NO_OPTIONS  # the design's own defines, parameters and arguments, for the lint
+    formal: str = "off"  # Yosys miter: off | auto (unknowns, when Yosys is installed) | unknown | all (--formal)
+    formal_depth: int = 20  # bounded-check cycles after reset (--formal-depth)
+    formal_timeout: float = 10.0  # wall-clock s per mutant for the formal check (--formal-timeout)
 
     def __post_init__(self) -> None:
         if self.n is not None and self.n < 1:
@@ -92,6 +103,10 @@ class MutationConfig:
             raise MutantError("--branching must be >= 1; --equivalents and --witness-cycles >= 0")
         if not (self.eval_timeout > 0 and self.witness_timeout > 0):
             raise MutantError("--eval-timeout and --witness-timeout must be positive numbers of seconds")
+        if self.formal not in FORMAL_MODES:
+            raise MutantError(f"--formal {self.formal!r}: expected one of {', '.join(FORMAL_MODES)}")
+        if self.formal_depth < 1 or not self.formal_timeout > 0:
+            raise MutantError("--formal-depth must be >= 1 and --formal-timeout a positive number of seconds")
         if self.frontend not in FRONTENDS:
             raise MutantError(f"--frontend {self.frontend!r}: expected one of {', '.join(FRONTENDS)}")
 
@@ -322,10 +337,12 @@ def _keep_killable_first(
     staged = classify(_number(design, config.seed, candidates), config)
     by_site = {m.sites[0]: m for m in staged.mutants}
     killable = [m.sites[0] for m in staged.valid if m.klass == MutantClass.KILLABLE]
-    others = [m.sites[0] for m in staged.valid if m.klass not in (MutantClass.KILLABLE, NONTERMINATING)]
+    proved = {m.sites[0] for m in staged.valid if m.proved_equivalent}
+    others = [m.sites[0] for m in staged.valid
+              if m.klass not in (MutantClass.KILLABLE, NONTERMINATING) and m.sites[0] not in proved]
     hung = [m.sites[0] for m in staged.valid if m.klass == NONTERMINATING]
     chosen = select_sites(killable, config.n, config.seed)
-    for rest in (others, hung):  # unknown ones fill up first; non-terminating ones last
+    for rest in (others, hung, sorted(proved)):  # unknown ones fill up first; then non-terminating, proved equivalent
         chosen += select_sites(rest, config.n - len(chosen), config.seed) if len(chosen) < config.n else []
     rejected = [m.sites[0] for m in staged.mutants if m.status != MutantStatus.VALID]
     kept: list[Mutant] = []
@@ -436,8 +453,59 @@ def classify(
             m = replace(m, klass=MutantClass.KILLABLE)
         out.append(m)
     numbered = _number(mutant_set.design, mutant_set.seed, out, mutant_set.spares)
+    if config.formal != "off":
+        numbered, found = _classify_formally(numbered, config, found)
     kept = {m.id for m in numbered.valid}
     return replace(numbered, witnesses={k: v for k, v in found.items() if k in kept})
+
+
+def _classify_formally(
+    mutant_set: MutantSet, config: MutationConfig, found: dict[str, Plan]
+) -> tuple[MutantSet, dict[str, Plan]]:
+    """The Yosys miter (:mod:`hwtp.formal`) on the mutants the witness search left
+    ``unknown`` (``--formal all``: every valid mutant not yet checked): proved equivalent,
+    killable with a confirmed counterexample as witness, or unknown with the reason, each with
+    its proof record. An ``equivalent``-by-construction mutant with a counterexample is
+    rejected, as a witness rejects it."""
+    if config.formal == "auto" and formal_yosys.find() is None:
+        log.info("formal classification skipped: Yosys is not installed (apt-get install yosys)")
+        return mutant_set, found
+    everything = config.formal == "all"
+    targets = [
+        m
+        for m in mutant_set.valid
+        if m.proof is None and m.klass != NONTERMINATING and (everything or m.klass == MutantClass.UNKNOWN)
+    ]
+    verdicts = formal_check(
+        mutant_set,
+        targets,
+        FormalConfig(
+            Bounds(depth=config.formal_depth, timeout_s=config.formal_timeout),
+            jobs=config.jobs,
+            eval_s=config.eval_timeout,
+            build=config.build,
+        ),
+    )
+    found = dict(found)
+    out = []
+    for m in mutant_set.mutants:
+        verdict = verdicts.get(m.id)
+        if verdict is None:
+            out.append(m)
+            continue
+        if verdict.klass == MutantClass.KILLABLE and m.klass == MutantClass.EQUIVALENT:
+            reason = "not equivalent: a formal counterexample tells it from golden"
+            m = replace(m, status=MutantStatus.REJECTED, reason=reason)
+        elif verdict.klass == MutantClass.KILLABLE:
+            if m.id not in found and verdict.witness is not None:
+                found[m.id] = rename_witness(verdict.witness, m.id)
+            m = replace(m, klass=MutantClass.KILLABLE)
+        elif verdict.klass == MutantClass.EQUIVALENT and m.klass == MutantClass.KILLABLE:
+            log.warning("%s: proved equivalent by Yosys but a witness tells it apart: kept killable", m.id)
+        elif verdict.klass == MutantClass.EQUIVALENT:
+            m = replace(m, klass=MutantClass.EQUIVALENT)
+        out.append(replace(m, proof=verdict.proof))
+    return _number(mutant_set.design, mutant_set.seed, out, mutant_set.spares), found
 
 
 def rename_witness(plan: Plan, mutant_id: str) -> Plan:

@@ -96,7 +96,7 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
     result = engine.mutate(
         design,
         engine.MutationConfig(
-            n=config.states, seed=config.seed, jobs=config.jobs, witness_cycles=config.witness_cycles
+            n=config.states, seed=config.seed, jobs=config.jobs, witness_cycles=config.witness_cycles, formal="auto"
         ),
     )
     engine.write(result, mutdir)
@@ -104,6 +104,10 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
     if result.nonterminating:
         on_event("note", design=design.name, text=f"{len(result.nonterminating)} non-terminating mutant(s) left out")
         store.bump("nonterminating_mutants", len(result.nonterminating))
+    if result.proved_equivalent:  # hwtp.formal: no plan can detect them, so they are no states
+        on_event("note", design=design.name,
+                 text=f"{len(result.proved_equivalent)} mutant(s) proved equivalent by Yosys left out")
+        store.bump("equivalent_mutants", len(result.proved_equivalent))
     row = DesignRow(design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result))
     store.put_design(row, states)
     return engine.load(mutdir)

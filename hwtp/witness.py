@@ -150,6 +150,36 @@ def find_witnesses(
     return Search(found, hung, unsearched)
 
 
+def replay(
+    design: Design,
+    schemata: tuple[Any, ...],
+    stimuli: dict[str, tuple[Plan, int]],
+    config: WitnessConfig,
+    cache_root: Path | None = None,
+) -> dict[str, Plan]:
+    """Witnesses from given stimuli (mutant id -> (stimulus, selector value)), e.g. formal
+    counterexamples: each runs on golden and on its mutant in one simulator job, and gives a
+    witness (golden's outputs expected where they first differ) only when the simulator sees
+    the difference too."""
+    if not stimuli:
+        return {}
+    build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    evaluations = []
+    for mid, (stimulus, index) in stimuli.items():
+        compiled, cycles = compile_plan(stimulus, design), plan_cycles(stimulus, design)
+        evaluations.append(Evaluation(f"{mid}:golden", compiled, 0, stop_on_fail=False, cycles=cycles))
+        evaluations.append(Evaluation(f"{mid}:mutant", compiled, index, stop_on_fail=False, cycles=cycles))
+    job = Job(design, tuple(evaluations), limits=Limits(wall_s=config.eval_s))
+    results = {r.id: r for r in run_parallel(build, job, config.jobs, drop_hung=True)}
+    found = {}
+    for mid, (stimulus, _) in stimuli.items():
+        golden = results[f"{mid}:golden"]
+        plan = _compare(design, stimulus, golden, results[f"{mid}:mutant"], mid) if golden.status == "pass" else None
+        if plan is not None:
+            found[mid] = plan
+    return found
+
+
 def _compare(design: Design, stimulus: Plan, golden: EvalResult, mutant: EvalResult, mid: str) -> Plan | None:
     if mutant.status != "pass":
         return None  # a timeout or crash proves nothing

@@ -9,10 +9,12 @@ from pathlib import Path
 import click
 
 from hwtp import mutate as engine
+from hwtp import yamlio
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
 from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.sites import FRONTENDS
+from hwtp.plan import to_data
 from hwtp.progress import Tasks, reporting
 
 
@@ -90,6 +92,20 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     show_default=True,
     help="Validate and classify 2N candidates, keep N with provably killable ones first.",
 )
+@click.option(
+    "--formal",
+    type=click.Choice(engine.FORMAL_MODES),
+    default="auto",
+    show_default=True,
+    help="Yosys miter after the witness search: proves mutants equivalent or finds a counterexample witness. "
+    "auto: the unknown ones when Yosys is installed; unknown: the same, Yosys required; all: every mutant.",
+)
+@click.option(
+    "--formal-depth", type=int, default=20, show_default=True, help="Formal bounded check: cycles after reset."
+)
+@click.option(
+    "--formal-timeout", type=float, default=10.0, show_default=True, help="Formal check: wall-clock s per mutant."
+)
 @click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
 def mutate(
     design: str,
@@ -111,6 +127,9 @@ def mutate(
     eval_timeout: float,
     witness_timeout: float,
     prefer_killable: bool,
+    formal: str,
+    formal_depth: int,
+    formal_timeout: float,
     jobs: int,
 ) -> None:
     """Write mutants of DESIGN: validated by Verilator, compiled once as mutant schemata."""
@@ -131,6 +150,9 @@ def mutate(
         eval_timeout=eval_timeout,
         witness_timeout=witness_timeout,
         prefer_killable=prefer_killable,
+        formal=formal,
+        formal_depth=formal_depth,
+        formal_timeout=formal_timeout,
     )
     progress = Tasks()
     with reporting(progress):  # the witness search's rounds
@@ -159,18 +181,55 @@ def mutate(
             f"non-terminating: {len(hung)} ({hung[0].reason}; {', '.join(m.id for m in hung)}): "
             "left out of the default states of hwtp plan, score and run"
         )
+    for line in formal_summary(result):
+        click.echo(line)
     families = Counter(m.operator.split(".")[0] for m in valid)
     click.echo("families: " + ", ".join(f"{f} {n}" for f, n in sorted(families.items())))
     click.echo(f"wrote {path}")
+
+
+def formal_summary(result: engine.MutantSet) -> list[str]:
+    """What the formal check did, and how many mutants it removed from the training states."""
+    checked = [m for m in result.valid if m.proof is not None]
+    if not checked:
+        return []
+    classes = Counter(m.klass.value for m in checked)
+    methods = Counter(str(m.proof["method"]) for m in checked if m.proved_equivalent and m.proof)
+    unknown = Counter(str(m.proof.get("reason", "")).split(":")[0].split(",")[0] for m in checked
+                      if m.klass == MutantClass.UNKNOWN and m.proof)
+    lines = [f"formal (Yosys): {len(checked)} checked: {dict(sorted(classes.items()))}"]
+    if unknown:
+        lines.append(f"formal unknown: {dict(unknown)}")
+    proved = result.proved_equivalent
+    if proved:
+        lines.append(
+            f"removed from training states: {len(proved)} proved equivalent "
+            f"({', '.join(f'{n} by {k}' for k, n in sorted(methods.items()))}; {', '.join(m.id for m in proved)})"
+        )
+    return lines
 
 
 @click.command()
 @click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("mutant_id")
 def show(mutdir: Path, mutant_id: str) -> None:
-    """Print the unified diff of mutant MUTANT_ID."""
+    """Print mutant MUTANT_ID: its diff, classification, formal proof or witness, and diagnostics."""
     mutant_set = engine.load(mutdir)
-    click.echo(mutant_set.diff(mutant_set.get(mutant_id)), nl=False)
+    mutant = mutant_set.get(mutant_id)
+    click.echo(mutant_set.diff(mutant), nl=False)  # first: the output stays a patch up to its end
+    click.echo(f"# mutant {mutant.id}: {mutant.operator} at {mutant.file}:{mutant.line}:{mutant.col}")
+    click.echo(f"status: {mutant.status.value}" + (f" ({mutant.reason})" if mutant.reason else ""))
+    click.echo(f"class: {mutant.klass.value}" + (" (not a training state)" if mutant.proved_equivalent else ""))
+    if mutant.proof is not None:
+        proof = mutant.proof
+        fields = ", ".join(f"{k} {proof[k]}" for k in ("method", "depth", "bmc_depth", "seconds", "tool") if k in proof)
+        click.echo(f"formal: {fields}")
+        if "reason" in proof:
+            click.echo(f"formal reason: {proof['reason']}")
+    witness = mutant_set.witnesses.get(mutant.id)
+    if witness is not None:
+        click.echo(f"witness (witnesses/{mutant.id}.yaml):")
+        click.echo(yamlio.dump(to_data(witness)), nl=False)
 
 
 @click.command()

@@ -1,0 +1,189 @@
+"""Formal classification: each mutant ``equivalent`` (proved), ``killable`` (a counterexample
+the simulator confirmed, kept as its witness) or ``unknown`` (with the reason).
+
+One Yosys invocation prepares the design (read, elaborate, the selector wires, what the
+checker cannot model), one more checks every mutant (:mod:`hwtp.formal.miter`); a mutant
+that outlives its time limit or stops Yosys is ``unknown`` and the rest go on in a fresh
+invocation. Every counterexample is replayed in the simulator, all in one job on the set's
+schemata build, before it counts: a model that the simulator does not reproduce proves
+nothing about the plans hwtp scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hwtp.formal import miter, trace, yosys
+from hwtp.formal.trace import Outcome
+from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
+from hwtp.plan import Plan
+from hwtp.sim import procs
+from hwtp.sim.backends import NO_OPTIONS, BuildOptions
+from hwtp.witness import WitnessConfig, replay
+
+log = logging.getLogger("hwtp.formal")
+
+
+@dataclass(frozen=True)
+class FormalConfig:
+    """Bounds of the checker and of the simulator replay."""
+
+    bounds: miter.Bounds = field(default_factory=miter.Bounds)
+    jobs: int = 1
+    eval_s: float = 3.0  # wall-clock s per replay evaluation
+    build: BuildOptions = NO_OPTIONS
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One mutant's formal class, the proof record (method, depth, seconds, tool; reason when
+    unknown) and, when killable, the confirmed witness."""
+
+    klass: MutantClass
+    proof: dict[str, Any]
+    witness: Plan | None = None
+
+
+def _unknown(reason: str, **proof: Any) -> Verdict:
+    return Verdict(MutantClass.UNKNOWN, {"method": "none", **proof, "reason": reason})
+
+
+def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig) -> dict[str, Verdict]:
+    """Verdicts for ``mutants`` (valid members of ``mutant_set``), by id."""
+    if not mutants:
+        return {}
+    exe = yosys.require()
+    tool = yosys.version(exe)
+    out: dict[str, Verdict] = {}
+    checkable = []
+    for m in mutants:
+        reason = miter.unsupported(m)
+        if reason:
+            out[m.id] = _unknown(reason, tool=tool)
+        else:
+            checkable.append(m)
+    if not checkable:
+        return out
+    design = mutant_set.design
+    with procs.tempdir("formal") as tmp:
+        root = Path(tmp)
+        files = []
+        for src in miter.formal_sources(mutant_set, checkable):
+            path = root / "src" / src.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(src.text, encoding="utf-8")
+            files.append(str(path.relative_to(root)))
+        problem, selectors = _prepare(exe, design, files, root, config)
+        if problem:
+            return {**out, **{m.id: _unknown(problem, tool=tool) for m in checkable}}
+        seconds: dict[str, float] = {}
+        stopped: dict[str, str] = {}
+        pending = [(m.id, m.index) for m in checkable]
+        logs = root / "logs"
+        logs.mkdir()
+        while pending:
+            script = root / "check.ys"
+            script.write_text(
+                miter.check_script(design, files, selectors, pending, config.bounds, "logs", config.build),
+                encoding="utf-8",
+            )
+            run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
+            seconds.update(run.seconds)
+            done = set(run.finished)
+            if run.stopped is None and run.error and not done:
+                return {**out, **{m.id: _unknown(f"Yosys cannot read the design: {run.error}", tool=tool)
+                                  for m in checkable}}
+            if run.stopped is not None:
+                stopped[run.stopped] = (
+                    f"time limit of {config.bounds.timeout_s:g} s" if run.timed_out else f"Yosys: {run.error}"
+                )
+                done.add(run.stopped)
+            pending = [p for p in pending if p[0] not in done]
+        stimuli: dict[str, tuple[Plan, int]] = {}
+        skip = design.reset.cycles if design.clock is not None and design.reset is not None else 0
+        steps: dict[str, int] = {}
+        for m in checkable:
+            base = {"tool": tool, "seconds": round(seconds.get(m.id, config.bounds.timeout_s), 3)}
+            if m.id in stopped:
+                out[m.id] = _unknown(stopped[m.id], **base)
+                continue
+            verdict, table = trace.read_bmc(_text(logs / f"{m.id}.bmc"), skip)
+            if verdict.outcome == Outcome.FAILED:
+                stimuli[m.id] = (trace.stimulus(design, table, verdict.steps, m.id), m.index)
+                steps[m.id] = verdict.steps - skip
+                out[m.id] = Verdict(MutantClass.KILLABLE, {"method": "bmc", "depth": verdict.steps - skip, **base})
+            else:
+                out[m.id] = _no_counterexample(design.clock is not None, verdict, logs / f"{m.id}.ind", base, config)
+    if stimuli:
+        schemata, _ = schemata_sources(mutant_set)
+        confirmed = replay(design, schemata, stimuli, WitnessConfig(jobs=config.jobs, eval_s=config.eval_s))
+        for mid in stimuli:
+            if mid in confirmed:
+                out[mid] = Verdict(MutantClass.KILLABLE, out[mid].proof, confirmed[mid])
+            else:
+                out[mid] = _unknown(
+                    f"the checker's counterexample (cycle {steps[mid]}) does not tell the mutant apart in the "
+                    "simulator (a difference the plan format cannot reach, e.g. an output compared during reset)",
+                    **{k: v for k, v in out[mid].proof.items() if k != "method"},
+                    method="bmc",
+                )
+    return out
+
+
+def _no_counterexample(
+    clocked: bool, bmc: trace.Verdict, ind_log: Path, base: dict[str, Any], config: FormalConfig
+) -> Verdict:
+    depth = config.bounds.depth
+    if bmc.outcome == Outcome.TIMEOUT:
+        return _unknown(f"the bounded check hit the SAT time limit of {config.bounds.timeout_s:g} s", **base)
+    if bmc.outcome != Outcome.PROVED:
+        return _unknown("Yosys gave no verdict for the bounded check", **base)
+    if not clocked:
+        return Verdict(MutantClass.EQUIVALENT, {"method": "sat", "depth": 0, **base})
+    ind = trace.read_induction(_text(ind_log))
+    if ind.outcome == Outcome.PROVED:
+        proof = {"method": "k-induction", "depth": ind.steps, "bmc_depth": depth, **base}
+        return Verdict(MutantClass.EQUIVALENT, proof)
+    bounded = f"no output difference within {depth} cycles of reset (bounded proof), "
+    reasons = {
+        Outcome.FAILED: "but a register differs from golden's, so induction over matched registers does not apply",
+        Outcome.OPEN: f"and induction did not close within {config.bounds.induction} steps",
+        Outcome.TIMEOUT: f"and induction hit the SAT time limit of {config.bounds.timeout_s:g} s",
+        Outcome.NONE: "and Yosys gave no verdict for induction",
+    }
+    return _unknown(bounded + reasons[ind.outcome], method="bmc", depth=depth, **base)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+
+
+def _prepare(
+    exe: str, design: Any, files: list[str], root: Path, config: FormalConfig
+) -> tuple[str | None, list[str]]:
+    """(why the checker cannot handle the design, or None; the selector wires)."""
+    script = root / "prepare.ys"
+    listing = "prepare"
+    script.write_text(miter.prepare_script(design, files, listing, config.build), encoding="utf-8")
+    started = time.monotonic()
+    try:
+        done = procs.run([exe, "-q", "-s", str(script)], timeout=max(60.0, config.bounds.timeout_s),
+                         capture_output=True, text=True, cwd=root)
+    except subprocess.TimeoutExpired:  # the group is already killed
+        return f"Yosys did not elaborate the design within {time.monotonic() - started:.0f} s", []
+    if done.returncode:
+        errors = [line for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.startswith("ERROR")]
+        return f"Yosys cannot read the design: {(errors or ['exit status ' + str(done.returncode)])[-1]}", []
+    selectors = [line.split("/", 1)[1].strip() for line in _text(root / "prepare.sel").splitlines()
+                 if "/" in line]
+    if _text(root / "prepare.neg").strip():
+        return "flip-flops on the falling clock edge: the checker models one rising edge per step", []
+    if not selectors:
+        return "the selector wire did not survive elaboration", []
+    return None, selectors

@@ -1,0 +1,166 @@
+"""What Yosys reads: the formal sources and the script that checks many mutants at once.
+
+The sources are the mutant schemata with the selector declared as a plain undriven wire
+(``(* keep *) wire [31:0] hwtp_mutant_sel;``) instead of the simulator's plusarg register:
+the design is read, elaborated and flattened once (``design -save``), then for each mutant
+the script copies it twice, ties the selector wires of one copy to 0 (golden) and of the
+other to the mutant's value, and builds a miter of their outputs. One Yosys process checks
+every mutant; parsing and elaboration are paid once.
+
+Initial state and reset (the harness's power-on, docs/plan-format.md): Verilator builds
+with ``--x-initial 0 --x-assign 0``, so every register starts at 0 and every ``x`` the
+design assigns is 0; the checker does the same (``sat -set-init-zero``, ``setundef
+-zero``). A clocked step of the SAT model is one rising edge, outputs compared before it;
+the first ``reset.cycles`` steps hold the reset port at its active level and every other
+input at 0, as the harness's power-on reset does. After that every input is free,
+the reset port included (a plan may reset again).
+
+Checks per mutant (clocked designs):
+
+1. bounded model check of the output miter for ``depth`` steps after the power-on reset
+   (outputs are not compared during it: no plan can look at them then): a model is a
+   counterexample (``killable`` once the simulator confirms it);
+2. k-induction (``sat -tempinduct``, up to ``induction`` steps) on a stronger miter that
+   also compares every register the two copies share (``expose -dff -shared``): "outputs
+   and shared registers equal" proved inductive from power-on means equal forever
+   (``equivalent``). The base case of this step carries no reset constraint (a superset of
+   the traces a plan can produce), so a proof stays sound whatever the reset does.
+
+A combinational design (no clock) needs one SAT call, which is a complete proof.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hwtp.design import Design, SourceFile
+from hwtp.mutantset import Mutant, MutantSet
+from hwtp.mutators.schemata import SELECTOR, render, selector_declaration
+from hwtp.rtl import module_body_offsets
+from hwtp.sim.backends import NO_OPTIONS, BuildOptions
+
+#: The selector as Yosys sees it: a wire the script ties to a constant per copy.
+SELECTOR_WIRE = f" (* keep *) wire [31:0] {SELECTOR};"
+#: What the script prints before each mutant (the host watches it for the time limit).
+BEGIN = "HWTP_BEGIN"
+GOLD, MUT = "hwtp_gold", "hwtp_mut"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far the checker looks."""
+
+    depth: int = 20  # bounded-model-check steps (clock cycles) from power-on
+    induction: int = 8  # longest k-induction tried
+    timeout_s: float = 10.0  # per mutant (Yosys' -timeout per SAT call; the host kills beyond it)
+
+
+def unsupported(mutant: Mutant) -> str | None:
+    """Why the checker cannot model ``mutant``, or None."""
+    if any(s.guard == "edge" for s in mutant.sites):
+        return "a clock-edge mutant: the checker models one rising edge per step, not a changed event expression"
+    return None
+
+
+def formal_sources(mutant_set: MutantSet, mutants: Sequence[Mutant]) -> tuple[SourceFile, ...]:
+    """The schemata of ``mutants`` (their own selector values) with the selector as a wire."""
+    out = []
+    for src in mutant_set.design.sources:
+        pairs = [(m.index, s) for m in mutants for s in m.sites if s.file == src.path]
+        text = render(src.text, pairs, module_body_offsets(src.text, src.path))
+        out.append(SourceFile(src.path, text.replace(selector_declaration(), SELECTOR_WIRE)))
+    return tuple(out)
+
+
+def _read(design: Design, files: Sequence[str], build: BuildOptions) -> list[str]:
+    defines = " ".join(f"-D{name}={value}" if value else f"-D{name}" for name, value in build.defines)
+    chparam = " ".join(f"-chparam {name} {value}" for name, value in build.parameters)
+    return [
+        *(f"read_verilog -sv {defines} {_quote(f)}".replace("  ", " ") for f in files),
+        f"hierarchy -check -top {design.top} {chparam}".rstrip(),
+        "proc",
+        "flatten",
+        "memory",
+        "async2sync",
+        "opt_clean",
+    ]
+
+
+def _quote(path: str) -> str:
+    """Yosys takes file names as they are (no quoting): the paths hwtp writes have no spaces."""
+    if any(c.isspace() for c in path):
+        raise ValueError(f"a path with white space cannot be given to Yosys: {path!r}")
+    return path
+
+
+def prepare_script(design: Design, files: Sequence[str], out: str, build: BuildOptions = NO_OPTIONS) -> str:
+    """Read and elaborate once; list the selector wires (``out.sel``) and the flip-flops on a
+    falling clock edge (``out.neg``), which the checker cannot model. (A latch a mutant
+    leaves stops ``sat`` on that mutant alone: unknown, with Yosys' message.)"""
+    return "\n".join(
+        [
+            *_read(design, files, build),
+            f"tee -q -o {_quote(out + '.sel')} select -list w:*{SELECTOR}",
+            f"tee -q -o {_quote(out + '.neg')} select -list r:CLK_POLARITY=1'0",
+            "",
+        ]
+    )
+
+
+def _constraints(design: Design) -> str:
+    """``-set-at`` options for the power-on reset: reset active, other inputs 0."""
+    if design.clock is None or design.reset is None:
+        return ""
+    reset = design.reset
+    level = 1 if reset.active == "high" else 0
+    parts = []
+    for t in range(1, reset.cycles + 1):
+        parts.append(f"-set-at {t} in_{reset.port} {level}")
+        parts += [f"-set-at {t} in_{p.name} 0" for p in design.inputs if p.name not in design.control_ports]
+    return " ".join(parts)
+
+
+def check_script(
+    design: Design,
+    files: Sequence[str],
+    selectors: Sequence[str],
+    targets: Sequence[tuple[str, int]],
+    bounds: Bounds,
+    logs: str,
+    build: BuildOptions = NO_OPTIONS,
+) -> str:
+    """The script that checks every ``(tag, selector value)`` of ``targets``; each check
+    writes ``{logs}/{tag}.bmc`` (and ``.ind`` for a clocked design)."""
+    timeout = max(1, int(bounds.timeout_s))
+    clocked = design.clock is not None
+    lines = [*_read(design, files, build), "design -save hwtp_base"]
+    for tag, index in targets:
+        lines += [
+            f"log -stdout {BEGIN} {tag}",
+            "design -load hwtp_base",
+            f"copy {design.top} {GOLD}",
+            f"rename {design.top} {MUT}",
+        ]
+        for module, value in ((GOLD, 0), (MUT, index)):
+            lines += [f"cd {module}", *(f"connect -set {w} 32'd{value}" for w in selectors), "cd .."]
+        # fold the other mutants' logic away (a smaller SAT problem); x and undriven bits are 0
+        lines += ["opt_expr -full", "opt_merge", "opt_expr -full", "opt_clean"]
+        lines += ["setundef -zero -undriven", "setundef -zero"]
+        lines.append(f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_miter")
+        skip = design.reset.cycles if design.reset is not None else 0
+        # a combinational design: one step (-seq 1 only for the model table's time column)
+        bmc = f"-seq {bounds.depth + skip} -prove-skip {skip} {_constraints(design)} -set-init-zero " if clocked else "-seq 1 "
+        lines.append(
+            f"tee -q -o {_quote(f'{logs}/{tag}.bmc')} sat {bmc}-prove trigger 0 -show-inputs -show-outputs "
+            f"-timeout {timeout} hwtp_miter"
+        )
+        if clocked:
+            lines += [
+                f"expose -dff -shared {GOLD} {MUT}",
+                f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_induct",
+                f"tee -q -o {_quote(f'{logs}/{tag}.ind')} sat -tempinduct -prove trigger 0 -set-init-zero "
+                f"-maxsteps {bounds.induction} -timeout {timeout} hwtp_induct",
+            ]
+    lines.append(f"log -stdout {BEGIN} end")
+    return "\n".join(lines) + "\n"

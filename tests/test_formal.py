@@ -1,0 +1,181 @@
+"""Formal classification with Yosys (hwtp.formal): hand-made mutants proved equivalent,
+counterexamples the simulator confirms as witnesses, a sequential difference found after
+several cycles, and what the checker cannot handle reported ``unknown`` with its reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hwtp import mutate as engine
+from hwtp.design import Clock, Reset, load_design
+from hwtp.formal import yosys
+from hwtp.formal.classify import FormalConfig, check
+from hwtp.formal.miter import Bounds
+from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
+from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
+from hwtp.mutators.site import Site
+from hwtp.sim.backends import default_backend
+from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.runner import run_parallel
+from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+
+needs_yosys = pytest.mark.skipif(yosys.find() is None, reason="Yosys is not installed")
+
+COMB = """module comb(input [3:0] a, input [3:0] b, input s, output [4:0] y, output z);
+  assign y = a + b;
+  assign z = (s || (s && a[1])) ? a[0] : b[0];
+endmodule
+"""
+
+SEQ = """module seq(input clk, input rst, input en, output reg [3:0] q, output hit);
+  always @(posedge clk) begin
+    if (rst) q <= 4'd0;
+    else if (en) q <= q + 4'd1;
+  end
+  assign hit = (q == 4'd9);
+endmodule
+"""
+
+NEG = """module neg(input clk, input rst, input d, output reg q);
+  always @(negedge clk) begin
+    if (rst) q <= 1'b0;
+    else q <= (d);
+  end
+endmodule
+"""
+
+MUL = """module mul(input [31:0] a, input [31:0] b, output [63:0] y);
+  assign y = a * b;
+endmodule
+"""
+
+
+def _set(tmp_path: Path, text: str, name: str, edits: list[tuple[str, str, str]], **controls: object) -> MutantSet:
+    """A mutant set of the design in ``text`` with one mutant per (original, replacement,
+    guard text): the edit and its guard found by text (an expression guard)."""
+    path = tmp_path / f"{name}.v"
+    path.write_text(text)
+    design = load_design(path, **controls)  # type: ignore[arg-type]
+    data = text.encode()
+    mutants = []
+    for i, (original, replacement, guard) in enumerate(edits, start=1):
+        g = data.index(guard.encode())
+        start = data.index(original.encode(), g)
+        line = text[: len(data[:start].decode())].count("\n") + 1
+        site = Site(path.name, start, start + len(original.encode()), "test.edit", original, replacement,
+                    g, g + len(guard.encode()), "expr", line, 1)
+        mutants.append(Mutant(f"m{i:04d}", "test.edit", path.name, line, 1, original, replacement, index=i,
+                              sites=(site,)))
+    return MutantSet(design, 0, tuple(mutants))
+
+
+def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[str, str]:
+    """The witness plan run by the simulator on golden and on the mutant: their statuses."""
+    design = mutant_set.design
+    schemata, _ = schemata_sources(mutant_set)
+    build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
+    ops, cycles = compile_plan(witness, design), plan_cycles(witness, design)  # type: ignore[arg-type]
+    job = Job(design, (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles)))
+    results = {r.id: r.status for r in run_parallel(build, job)}
+    return results["g"], results["m"]
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_combinational_equivalents_proved_and_a_counterexample_confirmed(tmp_path: Path) -> None:
+    mutant_set = _set(
+        tmp_path,
+        COMB,
+        "comb",
+        [
+            ("a + b", "b + a", "a + b"),  # commutativity: equivalent
+            ("(s || (s && a[1]))", "(s)", "(s || (s && a[1]))"),  # a redundant condition: equivalent
+            ("+", "-", "a + b"),  # killable
+        ],
+    )
+    verdicts = check(mutant_set, mutant_set.mutants, FormalConfig())
+    for mid in ("m0001", "m0002"):
+        assert verdicts[mid].klass == MutantClass.EQUIVALENT, verdicts[mid]
+        assert verdicts[mid].proof["method"] == "sat" and verdicts[mid].witness is None
+    killable = verdicts["m0003"]
+    assert killable.klass == MutantClass.KILLABLE and killable.proof["method"] == "bmc"
+    assert killable.witness is not None
+    assert _confirm(mutant_set, mutant_set.mutants[2], killable.witness) == ("pass", "fail")
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_sequential_difference_after_several_cycles_found_and_equivalent_proved(tmp_path: Path) -> None:
+    mutant_set = _set(
+        tmp_path,
+        SEQ,
+        "seq",
+        [
+            ("4'd9", "4'd10", "4'd9"),  # hit differs only once q reaches 9: nine enabled cycles
+            ("q + 4'd1", "4'd1 + q", "q + 4'd1"),  # equivalent, by induction
+        ],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
+    verdicts = check(mutant_set, mutant_set.mutants, FormalConfig(bounds=Bounds(depth=12)))
+    late = verdicts["m0001"]
+    assert late.klass == MutantClass.KILLABLE and late.proof["depth"] >= 10, late.proof
+    assert late.witness is not None
+    waits = sum(s.count for s in late.witness.tests[0].steps if s.kind == "wait")
+    assert waits >= 9
+    assert _confirm(mutant_set, mutant_set.mutants[0], late.witness) == ("pass", "fail")
+    same = verdicts["m0002"]
+    assert same.klass == MutantClass.EQUIVALENT and same.proof["method"] == "k-induction", same.proof
+    # too shallow a bound: no counterexample, and the induction cannot close for this mutant
+    shallow = check(mutant_set, mutant_set.mutants[:1], FormalConfig(bounds=Bounds(depth=4)))["m0001"]
+    assert shallow.klass == MutantClass.UNKNOWN and "within 4 cycles" in shallow.proof["reason"]
+
+
+@needs_yosys
+def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(tmp_path: Path) -> None:
+    neg = _set(tmp_path, NEG, "neg", [("(d)", "(~d)", "(d)")], clock=Clock("clk"), reset=Reset("rst", "high", 1))
+    verdict = check(neg, neg.mutants, FormalConfig())["m0001"]
+    assert verdict.klass == MutantClass.UNKNOWN and "falling clock edge" in verdict.proof["reason"]
+    mul = _set(tmp_path, MUL, "mul", [("a * b", "b * a", "a * b")])
+    verdict = check(mul, mul.mutants, FormalConfig(bounds=Bounds(timeout_s=1)))["m0001"]
+    assert verdict.klass == MutantClass.UNKNOWN and "time limit" in verdict.proof["reason"], verdict.proof
+
+
+def test_counterexample_table_becomes_a_stimulus_after_the_power_on_reset(tmp_path: Path) -> None:
+    mutant_set = _set(tmp_path, SEQ, "seq", [], clock=Clock("clk"), reset=Reset("rst", "high", 2))
+    log = "\n".join(
+        [
+            "SAT proof finished - model found: FAIL!",
+            *(f"     {t} \\in_en                    1         1             1" for t in range(1, 6)),
+            *(f"     {t} \\in_rst                   {r}         {r}             {r}"
+              for t, r in ((1, 1), (2, 1), (3, 0), (4, 1), (5, 0))),
+            *(f"     {t} \\trigger                  {x}         {x}             {x}"
+              for t, x in ((1, 1), (2, 0), (3, 0), (4, 0), (5, 1))),
+        ]
+    )
+    verdict, table = read_bmc(log, skip=2)
+    assert verdict.outcome == Outcome.FAILED and verdict.steps == 5  # step 1 is in the reset: not compared
+    plan = stimulus(mutant_set.design, table, 5, "m0001")
+    kinds = [s.kind for s in plan.tests[0].steps]
+    assert kinds == ["drive", "sample", "wait", "reset", "sample"]
+    assert read_induction("** Trying induction with length 3 **\nInduction step proven: SUCCESS!").steps == 3
+    assert read_induction("Reached maximum number of time steps -> proof failed.").outcome == Outcome.OPEN
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of_states(tmp_path: Path) -> None:
+    design = load_design("counter_en_load")
+    config = engine.MutationConfig(n=None, operators=("assignment",), witness_cycles=64, jobs=2, formal="unknown")
+    result = engine.mutate(design, config)
+    proved = result.proved_equivalent
+    assert proved and all(m.proof and m.proof["method"] == "k-induction" for m in proved)
+    assert not set(proved) & set(result.states)
+    engine.write(result, tmp_path / "set")
+    again = engine.load(tmp_path / "set")
+    assert [m.id for m in again.proved_equivalent] == [m.id for m in proved]
+    assert all(m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT
+               for m in again.valid)
