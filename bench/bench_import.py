@@ -18,29 +18,19 @@ Run: python bench/bench_import.py [--designs 12] [-G 8] [--states 8]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+
+from bench_llm import _server_helpers  # run as a script: bench/ is on sys.path
 
 from hwtp.corpus import importer, sources
 from hwtp.design import load_design
 from hwtp.evaluation.runner import EvalConfig, evaluate
 from hwtp.runconfig import RunConfig
-
-
-def _server_helpers() -> Any:
-    """tests/llm_server.py: the scripted OpenAI-compatible server of the tests."""
-    path = Path(__file__).resolve().parents[1] / "tests" / "llm_server.py"
-    spec = importlib.util.spec_from_file_location("hwtp_bench_import_llm_server", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_corpus(root: Path, n: int) -> Path:
@@ -137,7 +127,7 @@ def main() -> None:
         steps = "".join(f"      - drive: {{a: {v}}}\n      - expect: {{y: {v + 1}}}\n" for v in (0, 7, 200))
         plan = "```yaml\ntests:\n" + "".join(f"  - name: t{t}\n    steps:\n{steps}" for t in range(2)) + "```\n"
         shutil.copytree(root / "eval-random" / "mutants", root / "eval-endpoint" / "mutants")
-        helpers = _server_helpers()
+        helpers = _server_helpers()  # bench_llm's: tests/llm_server.py
         with helpers.running_server({"texts": [plan]}) as url:
             endpoint = EvalConfig(
                 RunConfig(policy="openai", endpoint=url, model="m", samples=args.G, states=args.states)
