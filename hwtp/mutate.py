@@ -321,7 +321,7 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
             ],
             spares,
         )
-    if config.witness_cycles:
+    if config.witness_cycles or config.formal != "off":
         result = classify(result, config, witnesses, searched)
     return result
 
@@ -413,7 +413,9 @@ def classify(
 
     ``known`` witnesses (by mutant id) are kept, and their mutants, like those already
     classified non-terminating and the ``searched`` ones (classified in an earlier search of
-    the same build), are not searched again.
+    the same build), are not searched again. With ``config.formal`` the Yosys miter then
+    classifies what the search left unknown (:func:`_classify_formally`); with
+    ``witness_cycles`` 0 it is the only search.
     """
     known = dict(known or {})
     schemata, _ = schemata_sources(mutant_set)
@@ -431,7 +433,7 @@ def classify(
     )
     found = dict(known)
     hung: dict[str, str] = {}
-    if targets:
+    if targets and config.witness_cycles:
         search = find_witnesses(mutant_set.design, schemata, targets, witness_config)
         found.update(search.witnesses)
         hung = search.hung
@@ -470,6 +472,7 @@ def _classify_formally(
     if config.formal == "auto" and formal_yosys.find() is None:
         log.info("formal classification skipped: Yosys is not installed (apt-get install yosys)")
         return mutant_set, found
+    formal_yosys.require()  # --formal unknown|all: Yosys is required
     everything = config.formal == "all"
     targets = [
         m

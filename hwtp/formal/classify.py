@@ -128,8 +128,9 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                 out[mid] = Verdict(MutantClass.KILLABLE, out[mid].proof, confirmed[mid])
             else:
                 out[mid] = _unknown(
-                    f"the checker's counterexample (cycle {steps[mid]}) does not tell the mutant apart in the "
-                    "simulator (a difference the plan format cannot reach, e.g. an output compared during reset)",
+                    f"the simulator does not reproduce the checker's counterexample (cycle {steps[mid]}): the "
+                    "difference rests on a value the checker leaves free and the simulator defines (an "
+                    "out-of-range select, an x), or on an output compared while reset is held",
                     **{k: v for k, v in out[mid].proof.items() if k != "method"},
                     method="bmc",
                 )

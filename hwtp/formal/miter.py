@@ -150,7 +150,9 @@ def check_script(
         lines.append(f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_miter")
         skip = design.reset.cycles if design.reset is not None else 0
         # a combinational design: one step (-seq 1 only for the model table's time column)
-        bmc = f"-seq {bounds.depth + skip} -prove-skip {skip} {_constraints(design)} -set-init-zero " if clocked else "-seq 1 "
+        bmc = "-seq 1 "
+        if clocked:
+            bmc = f"-seq {bounds.depth + skip} -prove-skip {skip} {_constraints(design)} -set-init-zero "
         lines.append(
             f"tee -q -o {_quote(f'{logs}/{tag}.bmc')} sat {bmc}-prove trigger 0 -show-inputs -show-outputs "
             f"-timeout {timeout} hwtp_miter"
