@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwtp.design import SourceFile
 from hwtp.formal import miter, trace, yosys
 from hwtp.formal.trace import Outcome
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
@@ -73,20 +74,39 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
     design = mutant_set.design
     with procs.tempdir("formal") as tmp:
         root = Path(tmp)
-        files = []
-        for src in miter.formal_sources(mutant_set, checkable):
-            path = root / "src" / src.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(src.text, encoding="utf-8")
-            files.append(str(path.relative_to(root)))
+        files = _write(mutant_set, checkable, root, "src")
         problem, selectors = _prepare(exe, design, files, root, config)
+        if problem and len(checkable) > 1:
+            # one mutant's schemata can stop Yosys for all (a guard around an asynchronous
+            # reset's `if` hides it from proc): find which, alone, and check the others
+            alone = {m.id: _prepare(exe, design, _write(mutant_set, [m], root, f"solo/{m.id}"), root, config)[0]
+                     for m in checkable}
+            failed = [m for m in checkable if alone[m.id]]
+            checkable = [m for m in checkable if not alone[m.id]]
+            if checkable:
+                files = _write(mutant_set, checkable, root, "kept")
+                problem, selectors = _prepare(exe, design, files, root, config)
+        else:
+            failed = []
         if problem:
-            return {**out, **{m.id: _unknown(problem, tool=tool) for m in checkable}}
+            return {**out, **{m.id: _unknown(problem, tool=tool) for m in [*checkable, *failed]}}
         seconds: dict[str, float] = {}
         stopped: dict[str, str] = {}
         pending = [(m.id, m.index) for m in checkable]
         logs = root / "logs"
         logs.mkdir()
+        golden = _write_sources(design.sources, root, "golden") if failed else []
+        for m in failed:  # each from its standalone source, in its own invocation
+            script = root / f"standalone-{m.id}.ys"
+            mutant = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
+            script.write_text(miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs",
+                                                      config.build), encoding="utf-8")
+            run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
+            seconds.update(run.seconds)
+            if run.stopped is not None or run.error:
+                stopped[m.id] = (f"time limit of {config.bounds.timeout_s:g} s" if run.timed_out
+                                 else f"Yosys (standalone mutant): {run.error}")
+        checkable = [*checkable, *failed]
         while pending:
             script = root / "check.ys"
             script.write_text(
@@ -159,6 +179,21 @@ def _no_counterexample(
         Outcome.NONE: "and Yosys gave no verdict for induction",
     }
     return _unknown(bounded + reasons[ind.outcome], method="bmc", depth=depth, **base)
+
+
+def _write(mutant_set: MutantSet, mutants: Sequence[Mutant], root: Path, folder: str) -> list[str]:
+    """Write the formal sources of ``mutants`` under ``root/folder``; their paths from ``root``."""
+    return _write_sources(miter.formal_sources(mutant_set, mutants), root, folder)
+
+
+def _write_sources(sources: Sequence[SourceFile], root: Path, folder: str) -> list[str]:
+    files = []
+    for src in sources:
+        path = root / folder / src.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(src.text, encoding="utf-8")
+        files.append(str(path.relative_to(root)))
+    return files
 
 
 def _text(path: Path) -> str:

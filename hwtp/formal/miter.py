@@ -74,17 +74,18 @@ def formal_sources(mutant_set: MutantSet, mutants: Sequence[Mutant]) -> tuple[So
 
 
 def _read(design: Design, files: Sequence[str], build: BuildOptions) -> list[str]:
-    defines = " ".join(f"-D{name}={value}" if value else f"-D{name}" for name, value in build.defines)
     chparam = " ".join(f"-chparam {name} {value}" for name, value in build.parameters)
-    return [
-        *(f"read_verilog -sv {defines} {_quote(f)}".replace("  ", " ") for f in files),
-        f"hierarchy -check -top {design.top} {chparam}".rstrip(),
-        "proc",
-        "flatten",
-        "memory",
-        "async2sync",
-        "opt_clean",
-    ]
+    return [*_sources(files, build), f"hierarchy -check -top {design.top} {chparam}".rstrip(), *_ELABORATE]
+
+
+def _sources(files: Sequence[str], build: BuildOptions) -> list[str]:
+    defines = " ".join(f"-D{name}={value}" if value else f"-D{name}" for name, value in build.defines)
+    return [f"read_verilog -sv {defines} {_quote(f)}".replace("  ", " ") for f in files]
+
+
+#: After the hierarchy: processes to netlists, one flat module, memories to flip-flops, an
+#: asynchronous reset as the value it forces within the step (async2sync).
+_ELABORATE = ("proc", "flatten", "memory", "async2sync", "opt_clean")
 
 
 def _quote(path: str) -> str:
@@ -132,8 +133,6 @@ def check_script(
 ) -> str:
     """The script that checks every ``(tag, selector value)`` of ``targets``; each check
     writes ``{logs}/{tag}.bmc`` (and ``.ind`` for a clocked design)."""
-    timeout = max(1, int(bounds.timeout_s))
-    clocked = design.clock is not None
     lines = [*_read(design, files, build), "design -save hwtp_base"]
     for tag, index in targets:
         lines += [
@@ -144,25 +143,63 @@ def check_script(
         ]
         for module, value in ((GOLD, 0), (MUT, index)):
             lines += [f"cd {module}", *(f"connect -set {w} 32'd{value}" for w in selectors), "cd .."]
-        # fold the other mutants' logic away (a smaller SAT problem); x and undriven bits are 0
-        lines += ["opt_expr -full", "opt_merge", "opt_expr -full", "opt_clean"]
-        lines += ["setundef -zero -undriven", "setundef -zero"]
-        lines.append(f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_miter")
-        skip = design.reset.cycles if design.reset is not None else 0
-        # a combinational design: one step (-seq 1 only for the model table's time column)
-        bmc = "-seq 1 "
-        if clocked:
-            bmc = f"-seq {bounds.depth + skip} -prove-skip {skip} {_constraints(design)} -set-init-zero "
-        lines.append(
-            f"tee -q -o {_quote(f'{logs}/{tag}.bmc')} sat {bmc}-prove trigger 0 -show-inputs -show-outputs "
-            f"-timeout {timeout} hwtp_miter"
-        )
-        if clocked:
-            lines += [
-                f"expose -dff -shared {GOLD} {MUT}",
-                f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_induct",
-                f"tee -q -o {_quote(f'{logs}/{tag}.ind')} sat -tempinduct -prove trigger 0 -set-init-zero "
-                f"-maxsteps {bounds.induction} -timeout {timeout} hwtp_induct",
-            ]
+        lines += _checks(design, tag, bounds, logs)
     lines.append(f"log -stdout {BEGIN} end")
     return "\n".join(lines) + "\n"
+
+
+def standalone_script(
+    design: Design,
+    golden: Sequence[str],
+    mutant: Sequence[str],
+    tag: str,
+    bounds: Bounds,
+    logs: str,
+    build: BuildOptions = NO_OPTIONS,
+) -> str:
+    """The same checks for one mutant from its standalone source (golden with one splice),
+    for a mutant whose schemata guard Yosys cannot elaborate (around an asynchronous reset).
+    Golden is elaborated and stashed apart, so module names never clash."""
+    return "\n".join(
+        [
+            f"log -stdout {BEGIN} {tag}",
+            *_read(design, golden, build),
+            f"rename {design.top} {GOLD}",
+            "design -stash hwtp_golden",
+            *_read(design, mutant, build),
+            f"rename {design.top} {MUT}",
+            f"design -copy-from hwtp_golden -as {GOLD} {GOLD}",
+            *_checks(design, tag, bounds, logs),
+            f"log -stdout {BEGIN} end",
+            "",
+        ]
+    )
+
+
+def _checks(design: Design, tag: str, bounds: Bounds, logs: str) -> list[str]:
+    """The bounded check and the induction of one mutant, on modules GOLD and MUT."""
+    timeout = max(1, int(bounds.timeout_s))
+    clocked = design.clock is not None
+    # x and undriven bits are 0 (as Verilator's --x-assign 0) before anything folds them
+    # (opt_expr -full would pick a mux's other input for an x); then the other mutants'
+    # logic folds away (a smaller SAT problem); x bits the folding made are 0 too
+    lines = ["setundef -zero -undriven", "setundef -zero"]
+    lines += ["opt_expr -full", "opt_merge", "opt_expr -full", "opt_clean", "setundef -zero"]
+    lines.append(f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_miter")
+    skip = design.reset.cycles if design.reset is not None else 0
+    # a combinational design: one step (-seq 1 only for the model table's time column)
+    bmc = "-seq 1 "
+    if clocked:
+        bmc = f"-seq {bounds.depth + skip} -prove-skip {skip} {_constraints(design)} -set-init-zero "
+    lines.append(
+        f"tee -q -o {_quote(f'{logs}/{tag}.bmc')} sat {bmc}-prove trigger 0 -show-inputs -show-outputs "
+        f"-timeout {timeout} hwtp_miter"
+    )
+    if clocked:
+        lines += [
+            f"expose -dff -shared {GOLD} {MUT}",
+            f"miter -equiv -flatten -make_outputs {GOLD} {MUT} hwtp_induct",
+            f"tee -q -o {_quote(f'{logs}/{tag}.ind')} sat -tempinduct -prove trigger 0 -set-init-zero "
+            f"-maxsteps {bounds.induction} -timeout {timeout} hwtp_induct",
+        ]
+    return lines
