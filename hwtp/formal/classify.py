@@ -76,11 +76,12 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         root = Path(tmp)
         files = _write(mutant_set, checkable, root, "src")
         problem, selectors = _prepare(exe, design, files, root, config)
-        if problem and len(checkable) > 1:
+        if problem and problem.startswith(_UNREADABLE):
             # one mutant's schemata can stop Yosys for all (a guard around an asynchronous
-            # reset's `if` hides it from proc): find which, alone, and check the others
+            # reset's `if` hides it from proc): find which, alone, and check the others; those
+            # go from their standalone sources
             alone = {m.id: _prepare(exe, design, _write(mutant_set, [m], root, f"solo/{m.id}"), root, config)[0]
-                     for m in checkable}
+                     for m in checkable} if len(checkable) > 1 else {checkable[0].id: problem}
             failed = [m for m in checkable if alone[m.id]]
             checkable = [m for m in checkable if not alone[m.id]]
             if checkable:
@@ -200,6 +201,9 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
+_UNREADABLE = "Yosys cannot read the design: "
+
+
 def _prepare(
     exe: str, design: Any, files: list[str], root: Path, config: FormalConfig
 ) -> tuple[str | None, list[str]]:
@@ -215,7 +219,7 @@ def _prepare(
         return f"Yosys did not elaborate the design within {time.monotonic() - started:.0f} s", []
     if done.returncode:
         errors = [line for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.startswith("ERROR")]
-        return f"Yosys cannot read the design: {(errors or ['exit status ' + str(done.returncode)])[-1]}", []
+        return f"{_UNREADABLE}{(errors or ['exit status ' + str(done.returncode)])[-1]}", []
     selectors = [line.split("/", 1)[1].strip() for line in _text(root / "prepare.sel").splitlines()
                  if "/" in line]
     if _text(root / "prepare.neg").strip():
