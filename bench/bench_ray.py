@@ -189,7 +189,7 @@ def main() -> None:
         print(
             f"capacity: {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} completions x "
             f"{args.step_states} states = {step} evaluations (a shared golden each) in {args.step_seconds:g} s needs "
-            f"~{cores:.0f} cores at the 2-node efficiency ({efficiency:.0%})"
+            f"~{cores:.1f} cores at the 2-node efficiency ({efficiency:.0%})"
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)

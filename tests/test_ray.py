@@ -230,6 +230,8 @@ def test_clear_errors(
     assert wrong.returncode == 2 and "--ray-address 127.0.0.1:1: no Ray cluster answers there" in wrong.stderr
     code, _, err = run_cli("score", root, "--plans", plans, "--ray-address", "127.0.0.1:1")
     assert code == 2 and "--ray-address needs --executor ray" in err
+    code, _, err = run_cli("serve", root.parent, "--ray-address", "127.0.0.1:1")
+    assert code == 2 and "need --executor ray" in err
     monkeypatch.setitem(sys.modules, "ray", None)
     code, _, err = run_cli("score", root, "--plans", plans, "--executor", "ray")
     assert code == 2 and "pip install 'hwtp[ray]'" in err

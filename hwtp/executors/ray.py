@@ -6,12 +6,13 @@ and mutant set), made on first use: the actor receives the :class:`~hwtp.executo
 (the sources, put once in the object store per run) and builds it in its own node's cache,
 where concurrent builders coordinate through the cache's file lock as on one machine.
 
-Work is cut into chunks (default 64 evaluations), each one actor call, at most two in flight
-per actor so the next chunk is queued while one runs; results come back as chunks finish
-(``ray.wait``). Results are keyed by evaluation id and reported once: a chunk whose actor died
-(killed, out of memory, node lost) is sent again to a live actor (a fresh one when the cluster
-has room), and an id already reported is never reported again. Per-evaluation budgets and
-faults are the warm pool's, inside the actor.
+Work is cut into chunks (default 64 evaluations), each one actor call, two in flight per
+actor (a threaded actor: both feed its warm pool, which never runs dry between chunks);
+results come back as chunks finish (``ray.wait``). Results are keyed by evaluation id and
+reported once: a chunk whose actor died (killed, out of memory, node lost) is sent again to a
+live actor, a replacement is asked for (it takes work once the cluster has placed it), and an
+id already reported is never reported again. Per-evaluation budgets and faults are the warm
+pool's, inside the actor.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import Counters, EvalResult
 
 DEFAULT_CHUNK = 64
-#: Chunks queued on one actor: one running, one waiting, so the actor never waits for the driver.
+#: Chunks in flight on one actor, run by as many threads of it into its one warm pool: the pool
+#: already holds the next chunk when one ends (a pool that runs dry between two calls waits
+#: ~50 ms to be fed again: 40% of a chunk of 64).
 _DEPTH = 2
 #: Times one chunk is sent again after its actor died, before the run gives up.
 _ATTEMPTS = 4
@@ -52,10 +55,16 @@ class SimActor:
     def __init__(self) -> None:
         self.node = ray.get_runtime_context().get_node_id()
 
-    def run(self, target: Target, limits: Limits, evaluations: list[Evaluation]) -> list[dict[str, Any]]:
-        """The chunk's results, as the harness writes them (plain data: small and version-proof)."""
-        key = f"{target.key}:{limits.max_cycles}:{limits.wall_s}:{limits.startup_s}"
-        pool = warm.pool_for(key, lambda: warm.WarmPool(target.build(), target.design, workers=1, limits=limits))
+    def run(self, key: str, shipped: list[Any], limits: Limits, evaluations: list[Evaluation]) -> list[dict[str, Any]]:
+        """The chunk's results, as the harness writes them (plain data: small and version-proof).
+        ``key`` names the target (its build's hash); ``shipped`` holds a reference to it, fetched
+        only when this actor has no pool for it yet (a reference in a list is not resolved)."""
+
+        def make() -> warm.WarmPool:
+            target: Target = ray.get(shipped[0])
+            return warm.WarmPool(target.build(), target.design, workers=1, limits=limits)
+
+        pool = warm.pool_for(f"{key}:{limits.max_cycles}:{limits.wall_s}:{limits.startup_s}", make)
         return [r.as_line() for r in pool.run(evaluations).values()]
 
     def where(self) -> tuple[str, int]:
@@ -131,7 +140,7 @@ class RayExecutor:
         self.chunk = chunk or DEFAULT_CHUNK
         total = ray.cluster_resources().get("CPU", 1.0)
         self.size = actors or max(1, int(total // self.cpus))
-        self._remote = ray.remote(SimActor).options(num_cpus=self.cpus, max_concurrency=1)
+        self._remote = ray.remote(SimActor).options(num_cpus=self.cpus, max_concurrency=_DEPTH)
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self.stats = {"chunks": 0, "resubmitted": 0, "actors_lost": 0, "duplicates": 0}
@@ -194,7 +203,7 @@ class RayExecutor:
         unique = list({ev.id: ev for ev in evaluations}.values())
         if not unique:
             return {}
-        shipped = ray.put(target)  # once per run; each node fetches it once
+        shipped = [ray.put(target)]  # once per run; fetched by an actor only to make its pool
         todo: deque[tuple[int, list[Evaluation]]] = deque(
             (i, unique[start : start + self.chunk]) for i, start in enumerate(range(0, len(unique), self.chunk))
         )
@@ -208,7 +217,7 @@ class RayExecutor:
                     if slot is None:
                         break
                     index, chunk = todo.popleft()
-                    ref = slot.handle.run.remote(shipped, limits, chunk)
+                    ref = slot.handle.run.remote(target.key, shipped, limits, chunk)
                     inflight[ref] = (slot, index, chunk)
                     with self._lock:
                         self.stats["chunks"] += 1
