@@ -9,7 +9,10 @@ For every shipped design: ``hwtp mutate -n 0`` (every site) with the witness sea
 - the Yosys time per mutant inside one invocation for all (hwtp's way): median and worst;
   goal: median < 1 s;
 - the same mutants checked one per Yosys invocation (MCY's way: read, elaborate and check
-  each mutant in its own process), total Yosys wall time against hwtp's.
+  each mutant in its own process), total Yosys wall time against hwtp's. (The wall-time
+  columns run the schemata script alone: where one mutant's guard stops Yosys for the whole
+  schemata — around an asynchronous reset, e.g. edge_detector, fifo_sync, rr_arbiter,
+  shift_register — the batch column stops early, while classification goes on per mutant.)
 
 Run: python bench/bench_formal.py [--designs a,b] [--depth 20] [--timeout 10] [--jobs 2] [--witness-cycles 2000]
 """
