@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog
@@ -43,7 +44,7 @@ def frontends() -> None:
     for d in designs:
         sites = [s for src in d.sources for s in find_sites(src.text, src.path) if not s.equivalent]
         numbered = engine._number(d, 0, [engine._record(i, (s,)) for i, s in enumerate(sites, 1)])
-        engine.schemata_sources(numbered)
+        mutantset.schemata_sources(numbered)
     print(
         f"pyslang parse + sites + schemata of every site, all {len(designs)} designs: "
         f"{time.perf_counter() - start:.3f} s"
@@ -56,7 +57,7 @@ def validation(design_name: str, n: int, standalone: int) -> None:
         start = time.perf_counter()
         result = engine.mutate(design, engine.MutationConfig(n=n, witness_cycles=0, jobs=1))
         lint_s = time.perf_counter() - start
-        schemata, _ = engine.schemata_sources(result)
+        schemata, _ = mutantset.schemata_sources(result)
         start = time.perf_counter()
         ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=Path(tmp) / "s")
         schemata_s = time.perf_counter() - start

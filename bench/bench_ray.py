@@ -37,6 +37,7 @@ from typing import Any
 import ray
 import ray.cluster_utils
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design
 from hwtp.executors.base import Target, schemata_target
@@ -54,8 +55,8 @@ from hwtp.sim.warm import WarmPool
 def workload(design_name: str, states: int, evaluations: int, root: Path) -> tuple[Target, list[Evaluation]]:
     design = load_design(design_name)
     result = engine.mutate(design, engine.MutationConfig(n=states, seed=0, jobs=2))
-    engine.write(result, root / design_name)
-    mutant_set = engine.load(root / design_name)
+    mutantset.write(result, root / design_name)
+    mutant_set = mutantset.load(root / design_name)
     names = ["golden", *(m.id for m in mutant_set.states)]
     per_state = max(1, evaluations // (2 * len(names)) + 1)
     policy = make_policy("random", mutant_set, seed=7)

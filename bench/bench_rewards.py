@@ -46,8 +46,8 @@ from typing import Any
 
 import httpx
 
+from hwtp import mutantset, rewards
 from hwtp import mutate as engine
-from hwtp import rewards
 from hwtp.design import load_design
 from hwtp.plan import extract_plan
 from hwtp.planset import PlanInput
@@ -196,7 +196,7 @@ def completions(mutant_set: Any, count: int, seed: int) -> list[Item]:
     policy = RandomPolicy(mutant_set, seed=seed, stimulus=StimulusConfig(tests=1, cycles=16))
     per_state = -(-count // len(states))
     generated = policy.generate([PlanRequest(s, []) for s in states], per_state)
-    digest = engine.set_hash(mutant_set)
+    digest = mutantset.set_hash(mutant_set)
     items = [
         ({"design": mutant_set.design.name, "state": state, "mutant_set": digest}, g.text or "")
         for k in range(per_state)
@@ -280,8 +280,8 @@ def main() -> None:
         folder = Path(tmp) / "mutants"
         result = engine.mutate(load_design(args.design), engine.MutationConfig(n=args.mutants, seed=0,
                                                                                 jobs=args.workers))
-        engine.write(result, folder)
-        ctx = Context(engine.load(folder), folder, args.workers)
+        mutantset.write(result, folder)
+        ctx = Context(mutantset.load(folder), folder, args.workers)
         schemata_build(ctx.mutant_set)  # cached before anything is timed
         items = completions(ctx.mutant_set, max(args.batch, args.singles), seed=7)
         rows: dict[str, Measured] = {}

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design
 from hwtp.plan import extract_plan
@@ -37,13 +38,13 @@ from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 from hwtp.stimulus import StimulusConfig
 
 
-def make_plans(mutant_set: engine.MutantSet, count: int) -> list[PlanInput]:
+def make_plans(mutant_set: mutantset.MutantSet, count: int) -> list[PlanInput]:
     policy = RandomPolicy(mutant_set, seed=1, stimulus=StimulusConfig(tests=1, cycles=16, reset_chance=0.0))
     generated = policy.generate([PlanRequest("golden", [])], count)[0]
     return [PlanInput(f"p{g.index:02d}", extract_plan(g.text or "")) for g in generated]
 
 
-def baseline(mutant_set: engine.MutantSet, plans: list[PlanInput], mutants: int, cache: Path) -> tuple[float, int]:
+def baseline(mutant_set: mutantset.MutantSet, plans: list[PlanInput], mutants: int, cache: Path) -> tuple[float, int]:
     """Per-bug flow on ``mutants`` mutants: build each standalone, one process per evaluation."""
     design = mutant_set.design
     backend = get_backend("verilator")
@@ -59,7 +60,7 @@ def baseline(mutant_set: engine.MutantSet, plans: list[PlanInput], mutants: int,
 
 
 def hwtp_run(
-    mutant_set: engine.MutantSet, plans: list[PlanInput], cache: Path, jobs: int, simulator: str = "verilator"
+    mutant_set: mutantset.MutantSet, plans: list[PlanInput], cache: Path, jobs: int, simulator: str = "verilator"
 ) -> tuple[float, int]:
     start = time.perf_counter()
     config = ScoreConfig(jobs=jobs, cache_root=cache, full_matrix=True, simulator=simulator)
@@ -67,10 +68,12 @@ def hwtp_run(
     return time.perf_counter() - start, scores.evaluations
 
 
-def harness_speed(mutant_set: engine.MutantSet, plans: list[PlanInput], cache: Path, repeat: int) -> tuple[float, int]:
+def harness_speed(
+    mutant_set: mutantset.MutantSet, plans: list[PlanInput], cache: Path, repeat: int
+) -> tuple[float, int]:
     """(evaluations/s inside one simulator process, max cycles per plan)."""
     design = mutant_set.design
-    schemata, _ = engine.schemata_sources(mutant_set)
+    schemata, _ = mutantset.schemata_sources(mutant_set)
     build = ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=cache)
     evs = []
     for r in range(repeat):

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hwtp import mutantset, yamlio
 from hwtp import mutate as engine
-from hwtp import yamlio
 from hwtp.advantage import preset, summarize
 from hwtp.design import load_design
 from hwtp.errors import PlanError
@@ -51,8 +51,8 @@ def _scores(designs: list[str], states: int, samples: int, corrupt: float, weake
     templates = Templates.load()
     for name in designs:
         result = engine.mutate(load_design(name), engine.MutationConfig(n=states, seed=0, jobs=2))
-        engine.write(result, root / name)
-        mutant_set = engine.load(root / name)
+        mutantset.write(result, root / name)
+        mutant_set = mutantset.load(root / name)
         ids = [GOLDEN, *(m.id for m in mutant_set.valid)]
         records = plan_states(mutant_set, ids, samples, RandomPolicy(mutant_set, seed=0), templates)
         rng = random.Random(f"{name}-degrade")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.plan import load_plan_file
@@ -27,7 +28,7 @@ def check(name: str, n: int) -> tuple[int, list[str], float]:
     result = engine.mutate(design, engine.MutationConfig(n=n, witness_cycles=0))
     plan = load_plan_file(design.root / "plans" / "reference.yaml")
     compiled, cycles = compile_plan(plan, design), plan_cycles(plan, design)
-    schemata, _ = engine.schemata_sources(result)
+    schemata, _ = mutantset.schemata_sources(result)
     backend = get_backend("verilator")
     build = ensure_build(backend, build_sources(design, schemata), WRAPPER_TOP)
     evals = tuple(Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in result.valid)

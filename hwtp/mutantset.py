@@ -84,6 +84,8 @@ class Mutant:
         data.pop("sites")
         if self.proof is None:  # sets never checked formally keep their bytes (and hashes)
             data.pop("proof")
+        else:  # how long a proof took is timing, not content: the same set made twice is the same bytes
+            data["proof"] = {k: v for k, v in self.proof.items() if k != "seconds"}
         data["status"] = self.status.value
         data["class"] = data.pop("klass").value
         data["parents"] = list(self.parents)
@@ -277,15 +279,6 @@ def load(mutdir: Path) -> MutantSet:
 
 
 def set_hash(mutant_set: MutantSet) -> str:
-    """Content hash of a mutant set (design + mutants), for exports and caches.
-
-    Timings are not content: the seconds a formal proof took are left out, so the same set made
-    twice (a resumed ``hwtp run``, another machine) has the same hash.
-    """
-    data = mutant_set.as_json()
-    for key in ("mutants", "spares"):
-        for m in data.get(key, ()):
-            if isinstance(m.get("proof"), dict):
-                m["proof"] = {k: v for k, v in m["proof"].items() if k != "seconds"}
-    payload = json.dumps(data, sort_keys=True).encode()
+    """Content hash of a mutant set (design + mutants), for exports and caches."""
+    payload = json.dumps(mutant_set.as_json(), sort_keys=True).encode()
     return hashlib.sha256(payload).hexdigest()

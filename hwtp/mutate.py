@@ -26,16 +26,12 @@ from hwtp.formal.classify import check as formal_check
 from hwtp.formal.miter import Bounds
 from hwtp.gitlines import changed_lines
 from hwtp.mutantset import (
-    MUTANTS_JSON,
     NONTERMINATING,
     Mutant,
     MutantClass,
     MutantSet,
     MutantStatus,
-    load,
     schemata_sources,
-    set_hash,
-    write,
 )
 from hwtp.mutators.operators import select
 from hwtp.mutators.schemata import standalone
@@ -45,22 +41,6 @@ from hwtp.plan import Plan
 from hwtp.sim import procs
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, get_backend
 from hwtp.witness import WitnessConfig, find_witnesses
-
-__all__ = [
-    "MUTANTS_JSON",
-    "NONTERMINATING",
-    "Mutant",
-    "MutantSet",
-    "MutationConfig",
-    "classify",
-    "load",
-    "mutate",
-    "schemata_sources",
-    "select_sites",
-    "set_hash",
-    "write",
-]
-
 
 log = logging.getLogger("hwtp.mutate")
 

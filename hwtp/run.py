@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.advantage import advantage_records, preset, summarize
 from hwtp.design import Design, load_design, shipped_names
@@ -86,12 +87,12 @@ def check_config(store: Store, config: RunConfig, force: str | None) -> None:
     store.set_meta("config", new)
 
 
-def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> engine.MutantSet:
+def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> mutantset.MutantSet:
     design = load_design(ref)
     row = store.design_row(design.name)
     mutdir = store.root / "designs" / design.name / "mutants"
-    if row and store.stage_done(design.name, "mutate") and (mutdir / engine.MUTANTS_JSON).is_file():
-        return engine.load(mutdir)
+    if row and store.stage_done(design.name, "mutate") and (mutdir / mutantset.MUTANTS_JSON).is_file():
+        return mutantset.load(mutdir)
     on_event("stage", design=design.name, stage="mutate")
     result = engine.mutate(
         design,
@@ -99,7 +100,7 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
             n=config.states, seed=config.seed, jobs=config.jobs, witness_cycles=config.witness_cycles, formal="auto"
         ),
     )
-    engine.write(result, mutdir)
+    mutantset.write(result, mutdir)
     states = [StateRow(GOLDEN, 0), *(StateRow(m.id, m.index) for m in result.states)]  # non-terminating left out
     if result.nonterminating:
         on_event("note", design=design.name, text=f"{len(result.nonterminating)} non-terminating mutant(s) left out")
@@ -108,12 +109,13 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
         on_event("note", design=design.name,
                  text=f"{len(result.proved_equivalent)} mutant(s) proved equivalent by Yosys left out")
         store.bump("equivalent_mutants", len(result.proved_equivalent))
-    row = DesignRow(design.name, ref, design.content_hash, str(mutdir.relative_to(store.root)), engine.set_hash(result))
+    relative = str(mutdir.relative_to(store.root))
+    row = DesignRow(design.name, ref, design.content_hash, relative, mutantset.set_hash(result))
     store.put_design(row, states)
-    return engine.load(mutdir)
+    return mutantset.load(mutdir)
 
 
-def run_policy(config: RunConfig, mutant_set: engine.MutantSet) -> Policy:
+def run_policy(config: RunConfig, mutant_set: mutantset.MutantSet) -> Policy:
     """The configured policy (:func:`hwtp.policy.make_policy`)."""
     return make_policy(
         config.policy,
@@ -134,7 +136,7 @@ def run_policy(config: RunConfig, mutant_set: engine.MutantSet) -> Policy:
 
 
 def plan_stage(
-    store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event
+    store: Store, mutant_set: mutantset.MutantSet, config: RunConfig, on_event: Event
 ) -> list[SampleFailure]:
     """Store G plans per state. Returns the samples the policy could not produce (an endpoint
     that failed after its retries): they get no record, planning of the design stops after
@@ -189,7 +191,7 @@ def _ingest_leftovers(store: Store, design: str, workdir: Path, wanted: set[str]
 
 
 def score_stage(
-    store: Store, mutant_set: engine.MutantSet, config: RunConfig, on_event: Event, executor: Executor | None = None
+    store: Store, mutant_set: mutantset.MutantSet, config: RunConfig, on_event: Event, executor: Executor | None = None
 ) -> float:
     """Score the stored plans (on ``executor``, default this machine); returns the seconds
     spent simulating in this invocation. Each result is stored as it arrives, whichever

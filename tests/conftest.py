@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.cli import main
 from hwtp.design import Design, load_design, shipped_names
@@ -51,8 +52,8 @@ class _Mutated:
         if name not in self.sets:
             design = load_design(name)
             result = engine.mutate(design, engine.MutationConfig(n=32, seed=0, jobs=2))
-            engine.write(result, self.root / name)
-            self.sets[name] = engine.load(self.root / name)
+            mutantset.write(result, self.root / name)
+            self.sets[name] = mutantset.load(self.root / name)
         return self.sets[name]
 
 

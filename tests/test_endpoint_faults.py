@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design
 from hwtp.errors import EndpointAuthError, PolicyError
@@ -69,7 +70,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two mutants of adder_carry (no witness search: no simulator needed)."""
     root = tmp_path_factory.mktemp("mut")
-    engine.write(engine.mutate(load_design("adder_carry"), engine.MutationConfig(n=2, witness_cycles=0)), root)
+    mutantset.write(engine.mutate(load_design("adder_carry"), engine.MutationConfig(n=2, witness_cycles=0)), root)
     return root
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.sim import procs
 
@@ -102,11 +103,11 @@ def hang_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, str
 @pytest.mark.sim
 def test_mutate_finds_non_terminating_mutants_within_bounded_time(hang_set: tuple[Path, float, str]) -> None:
     mutdir, seconds, out = hang_set
-    mutant_set = engine.load(mutdir)
+    mutant_set = mutantset.load(mutdir)
     hung = mutant_set.nonterminating
     # `i = i + 1;` deleted, `i` -> `-i`, `+` -> `-`, `1` -> `0`: the loop never ends
     assert len(hung) >= 3, out
-    assert {m.klass for m in hung} == {engine.NONTERMINATING}
+    assert {m.klass for m in hung} == {mutantset.NONTERMINATING}
     assert all(m.reason == "evaluation exceeded 2 s" for m in hung)
     assert f"non-terminating: {len(hung)} (evaluation exceeded 2 s" in out
     # bounded: a build, one witness search, ~2 s per hanging mutant (it ran past 15 min before)
@@ -130,7 +131,7 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
     from hwtp.sim.job import Evaluation, Job, Limits, compile_plan
     from hwtp.sim.runner import EvalResult, run_job
 
-    mutant_set = engine.load(hang_set[0])
+    mutant_set = mutantset.load(hang_set[0])
     design = mutant_set.design
     build = schemata_build(mutant_set)
     plan = parse_plan("tests:\n- name: t\n  steps:\n  - drive: {d: 5}\n  - wait: 2\n  - expect: {count: 2}\n")
@@ -153,7 +154,7 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
 
 @pytest.mark.sim
 def test_the_witness_search_has_a_total_budget(hang_set: tuple[Path, float, str]) -> None:
-    mutant_set = engine.load(hang_set[0])
+    mutant_set = mutantset.load(hang_set[0])
     fresh = replace(mutant_set, mutants=tuple(replace(m, klass="unknown", reason=None) for m in mutant_set.mutants))
     start = time.monotonic()
     out = engine.classify(fresh, engine.MutationConfig(witness_timeout=0.001))
@@ -168,7 +169,7 @@ def test_start_up_has_its_own_budget(hang_set: tuple[Path, float, str]) -> None:
     from hwtp.sim.job import Evaluation, Job, Limits
     from hwtp.sim.runner import run_job
 
-    mutant_set = engine.load(hang_set[0])
+    mutant_set = mutantset.load(hang_set[0])
     build = schemata_build(mutant_set)
     job = Job(mutant_set.design, (Evaluation("e", ()),), limits=Limits(wall_s=30.0, startup_s=0.2))
     start = time.monotonic()

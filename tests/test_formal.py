@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import Clock, Reset, load_design
 from hwtp.formal import yosys
@@ -177,8 +178,8 @@ def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of
     proved = result.proved_equivalent
     assert proved and all(m.proof and m.proof["method"] == "k-induction" for m in proved)
     assert not set(proved) & set(result.states)
-    engine.write(result, tmp_path / "set")
-    again = engine.load(tmp_path / "set")
+    mutantset.write(result, tmp_path / "set")
+    again = mutantset.load(tmp_path / "set")
     assert [m.id for m in again.proved_equivalent] == [m.id for m in proved]
     assert all(m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT
                for m in again.valid)

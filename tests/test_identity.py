@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hwtp import mutate as engine
+from hwtp import mutantset
 from hwtp.plan import extract_plan
 from hwtp.planning import state_requests
 from hwtp.planset import PlanInput
@@ -36,9 +36,9 @@ def _check_belong_together(records: list[dict[str, Any]], mutdirs: dict[str, Pat
     templates = Templates.load()
     assert {r["design"] for r in records} == set(mutdirs)
     for design, mutdir in mutdirs.items():
-        mutant_set = engine.load(mutdir)
+        mutant_set = mutantset.load(mutdir)
         mine = [r for r in records if r["design"] == design]
-        assert {r["mutant_set"] for r in mine} == {engine.set_hash(mutant_set)}
+        assert {r["mutant_set"] for r in mine} == {mutantset.set_hash(mutant_set)}
         states = sorted({r["state"] for r in mine})
         prompts = {q.state: q.messages for q in state_requests(mutant_set, states, templates)}
         for r in mine:

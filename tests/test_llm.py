@@ -25,9 +25,9 @@ import pytest
 
 from hwtp.errors import ConfigError, PolicyError
 from hwtp.llm.cache import ResponseCache, cache_key
-from hwtp.llm.chat import ChatRequest, ClientConfig, Completion, PartialCompletionsError, SamplingParams
+from hwtp.llm.chat import ChatRequest, ClientConfig, Completion, PartialCompletionsError, SamplingParams, redact_url
 from hwtp.llm.client import ChatClient, complete_many
-from hwtp.llm.retry import backoff_delay, parse_retry_after, redact_url, retry_delay
+from hwtp.llm.retry import backoff_delay, parse_retry_after, retry_delay
 
 
 def _load_server_helpers() -> Any:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
@@ -67,7 +68,7 @@ def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
     valid = list(result.valid)
     picks = {valid[0].id: valid[0], valid[len(valid) // 2].id: valid[len(valid) // 2], valid[-1].id: valid[-1]}
     compiled, cycles = compile_plan(reference, design), plan_cycles(reference, design)
-    schemata, _ = engine.schemata_sources(result)
+    schemata, _ = mutantset.schemata_sources(result)
     backend = get_backend("verilator")
     build = ensure_build(backend, build_sources(design, schemata), WRAPPER_TOP)
     evals = tuple(Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in picks.values())
@@ -86,10 +87,10 @@ def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
 def test_same_seed_gives_byte_identical_mutants_json(tmp_path: Path) -> None:
     design = load_design("priority_encoder")
     config = engine.MutationConfig(n=12, seed=7, witness_cycles=200)
-    a = engine.write(engine.mutate(design, config), tmp_path / "a").read_bytes()
-    b = engine.write(engine.mutate(design, config), tmp_path / "b").read_bytes()
+    a = mutantset.write(engine.mutate(design, config), tmp_path / "a").read_bytes()
+    b = mutantset.write(engine.mutate(design, config), tmp_path / "b").read_bytes()
     assert a == b
-    c = engine.write(engine.mutate(design, engine.MutationConfig(n=12, seed=8, witness_cycles=200)), tmp_path / "c")
+    c = mutantset.write(engine.mutate(design, engine.MutationConfig(n=12, seed=8, witness_cycles=200)), tmp_path / "c")
     assert c.read_bytes() != a
 
 
@@ -224,11 +225,11 @@ def test_since_restricts_to_changed_lines(run_cli, tmp_path: Path) -> None:
 
 def test_load_rejects_a_tampered_set(tmp_path: Path) -> None:
     design = load_design("gray_converter")
-    engine.write(engine.mutate(design, engine.MutationConfig(n=3, witness_cycles=0)), tmp_path / "m")
+    mutantset.write(engine.mutate(design, engine.MutationConfig(n=3, witness_cycles=0)), tmp_path / "m")
     src = tmp_path / "m" / "golden" / design.sources[0].path
     src.write_text(src.read_text() + "\n// edited\n")
     with pytest.raises(MutantError, match="design_hash"):
-        engine.load(tmp_path / "m")
+        mutantset.load(tmp_path / "m")
 
 
 def test_golden_constant_is_the_golden_state() -> None:
@@ -248,7 +249,7 @@ def test_include_widths_finds_width_sites_but_keeps_them_out_of_the_build() -> N
     )
     width = [m for m in result.mutants if m.sites[0] not in default]
     assert width and all(m.status == "rejected" and "sizes a declaration" in (m.reason or "") for m in width)
-    schemata, _ = engine.schemata_sources(result)
+    schemata, _ = mutantset.schemata_sources(result)
     assert schemata  # renders: no guard inside a declaration
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.mutantset import GOLDEN
@@ -29,15 +30,15 @@ SECRET = "sk-hwtp-test-DO-NOT-LEAK-0123456789"
 
 
 @pytest.fixture(scope="module")
-def small_set(tmp_path_factory: pytest.TempPathFactory) -> engine.MutantSet:
+def small_set(tmp_path_factory: pytest.TempPathFactory) -> mutantset.MutantSet:
     """A few mutants of the FIFO, written to disk (no witness search: no simulator needed)."""
     root = tmp_path_factory.mktemp("mut")
     result = engine.mutate(load_design("fifo_sync"), engine.MutationConfig(n=6, witness_cycles=0))
-    engine.write(result, root)
-    return engine.load(root)
+    mutantset.write(result, root)
+    return mutantset.load(root)
 
 
-def test_prompts_differ_only_inside_the_rtl_at_the_mutation(small_set: engine.MutantSet) -> None:
+def test_prompts_differ_only_inside_the_rtl_at_the_mutation(small_set: mutantset.MutantSet) -> None:
     states = [GOLDEN, *(m.id for m in small_set.valid)]
     requests = state_requests(small_set, states, Templates.load())
     golden = requests[0].messages
@@ -60,7 +61,7 @@ def test_prompts_differ_only_inside_the_rtl_at_the_mutation(small_set: engine.Mu
             assert word not in b
 
 
-def test_prompt_template_override(small_set: engine.MutantSet, tmp_path: Path) -> None:
+def test_prompt_template_override(small_set: mutantset.MutantSet, tmp_path: Path) -> None:
     (tmp_path / "system.md").write_text("CUSTOM SYSTEM {{spec}}")
     (tmp_path / "user.md").write_text("Spec:{{spec}}\nRTL:{{rtl}}\nUnknown:{{nope}}")
     messages = state_requests(small_set, [GOLDEN], Templates.load(tmp_path))[0].messages
@@ -93,11 +94,11 @@ def _plan_completion() -> str:
 
 @pytest.mark.sim
 def test_openai_policy_end_to_end_with_cache_and_replay(
-    small_set: engine.MutantSet, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+    small_set: mutantset.MutantSet, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HWTP_TEST_KEY", SECRET)
     mutdir = tmp_path / "mut"
-    engine.write(small_set, mutdir)
+    mutantset.write(small_set, mutdir)
     with llm_server.running_server({"texts": [_plan_completion(), "I will not write a plan."]}) as url:
         args = ["plan", mutdir, "-o", tmp_path / "p1", "--states", f"golden,{small_set.valid[0].id}", "-G", "2",
                 "--endpoint", url, "--model", "tiny", "--api-key-env", "HWTP_TEST_KEY", "--seed", "5"]
@@ -141,9 +142,9 @@ def test_openai_policy_end_to_end_with_cache_and_replay(
     assert SECRET not in text and str(tmp_path) not in text
 
 
-def test_plan_bad_options(run_cli: Any, small_set: engine.MutantSet, tmp_path: Path) -> None:
+def test_plan_bad_options(run_cli: Any, small_set: mutantset.MutantSet, tmp_path: Path) -> None:
     mutdir = tmp_path / "mut"
-    engine.write(small_set, mutdir)
+    mutantset.write(small_set, mutdir)
     code, _, err = run_cli("plan", mutdir, "-o", tmp_path / "p", "--policy", "openai")
     assert code == 2 and "--endpoint" in err
     code, _, err = run_cli("plan", mutdir, "-o", tmp_path / "p", "--policy", "psychic")

@@ -141,8 +141,7 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [HWTP, "mutate", DESIGN, "-n", "4", "-o", str(mutdir)], cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    from hwtp.mutantset import set_hash
-    from hwtp.mutate import load
+    from hwtp.mutantset import load, set_hash
 
     mutant_set = load(mutdir)
     ids = [m.id for m in mutant_set.valid]

@@ -26,6 +26,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
@@ -270,7 +271,7 @@ def _golden_problem(run: Run, config: CiConfig) -> str:
     return "\n".join(lines)
 
 
-def _mutant_result(mutant_set: engine.MutantSet, m: engine.Mutant, run: Run | None) -> MutantResult:
+def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Run | None) -> MutantResult:
     golden_text = mutant_set.design.source(m.file).text.splitlines()
     mutated = next(s for s in mutant_set.sources_of(m) if s.path == m.file).text.splitlines()
     g = golden_text[m.line - 1].strip() if m.line <= len(golden_text) else ""
@@ -334,7 +335,7 @@ def run_ci(
         build=config.build,
     )
     mutant_set = engine.mutate(design, mutation)
-    schemata, _ = engine.schemata_sources(mutant_set)
+    schemata, _ = mutantset.schemata_sources(mutant_set)
     build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build, root=cache_root)
     valid = list(mutant_set.valid)
     if shard is not None:

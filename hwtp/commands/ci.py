@@ -10,8 +10,10 @@ import click
 from hwtp import env
 from hwtp.ci import baseline, reports, shards
 from hwtp.ci.config import TIMEOUTS_AS, CiConfig
+from hwtp.ci.exporttests import design_near, export_tests
 from hwtp.ci.mutation import CiReport, MutantResult, run_ci
 from hwtp.ci.sarif import sarif
+from hwtp.ci.starter import write_starter
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
@@ -183,7 +185,6 @@ def merge(ctx: click.Context, shard_reports: tuple[Path, ...], config_path: Path
 @click.option("--force", is_flag=True, help="Overwrite an existing hwtp.yaml.")
 def init(folder: Path, force: bool) -> None:
     """Write a commented starter hwtp.yaml for the project in FOLDER (default: here)."""
-    from hwtp.ci.starter import write_starter
 
     path, found = write_starter(folder, force)
     click.echo(f"wrote {path}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
@@ -207,7 +208,6 @@ def init(folder: Path, force: bool) -> None:
 def export_tests_command(plans: tuple[Path, ...], out: Path, design_ref: str | None, top: str | None,
                          clock_spec: str | None, reset_spec: str | None, config_path: Path) -> None:
     """Write test PLANS as a standalone cocotb test module (no hwtp needed to run it)."""
-    from hwtp.ci.exporttests import design_near, export_tests
 
     if design_ref is not None:
         design = resolve_design(design_ref, top, clock_spec, reset_spec)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from hwtp import mutantset, yamlio
 from hwtp import mutate as engine
-from hwtp import yamlio
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
 from hwtp.mutantset import MutantClass, MutantStatus
@@ -158,7 +158,7 @@ def mutate(
     with reporting(progress):  # the witness search's rounds
         result = engine.mutate(loaded, config)
     progress.close()
-    path = engine.write(result, outdir)
+    path = mutantset.write(result, outdir)
     if not result.mutants:
         click.echo(f"{loaded.name}: no mutable site found (with these options); wrote an empty set to {path}")
         return
@@ -188,7 +188,7 @@ def mutate(
     click.echo(f"wrote {path}")
 
 
-def formal_summary(result: engine.MutantSet) -> list[str]:
+def formal_summary(result: mutantset.MutantSet) -> list[str]:
     """What the formal check did, and how many mutants it removed from the training states."""
     checked = [m for m in result.valid if m.proof is not None]
     if not checked:
@@ -214,7 +214,7 @@ def formal_summary(result: engine.MutantSet) -> list[str]:
 @click.argument("mutant_id")
 def show(mutdir: Path, mutant_id: str) -> None:
     """Print mutant MUTANT_ID: its diff, classification, formal proof or witness, and diagnostics."""
-    mutant_set = engine.load(mutdir)
+    mutant_set = mutantset.load(mutdir)
     mutant = mutant_set.get(mutant_id)
     click.echo(mutant_set.diff(mutant), nl=False)  # first: the output stays a patch up to its end
     click.echo(f"# mutant {mutant.id}: {mutant.operator} at {mutant.file}:{mutant.line}:{mutant.col}")
@@ -245,7 +245,7 @@ def show(mutdir: Path, mutant_id: str) -> None:
 )
 def apply(mutdir: Path, mutant_id: str, out: Path) -> None:
     """Write the standalone source of mutant MUTANT_ID (no trace of being a mutant)."""
-    mutant_set = engine.load(mutdir)
+    mutant_set = mutantset.load(mutdir)
     sources = mutant_set.sources_of(mutant_set.get(mutant_id))
     if len(sources) == 1 and not out.is_dir():
         out.write_text(sources[0].text, encoding="utf-8")

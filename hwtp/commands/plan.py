@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hwtp import mutate as engine
+from hwtp import mutantset
 from hwtp.commands.options import trust_option
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, PolicyUnavailable
@@ -18,7 +18,7 @@ from hwtp.prompt import Templates
 from hwtp.runconfig import check_url
 
 
-def resolve_states(mutant_set: engine.MutantSet, text: str) -> list[str]:
+def resolve_states(mutant_set: mutantset.MutantSet, text: str) -> list[str]:
     valid = [m.id for m in mutant_set.valid]
     if text == "all":  # non-terminating mutants only when asked for by id
         return [GOLDEN, *(m.id for m in mutant_set.states)]
@@ -98,7 +98,7 @@ def plan_command(
     problem = check_url(endpoint) if name == "openai" and endpoint else None
     if problem:
         raise ConfigError(f"--endpoint: {problem}")
-    mutant_set = engine.load(mutdir)
+    mutant_set = mutantset.load(mutdir)
     chosen = make_policy(
         name,
         mutant_set,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from hwtp import mutate as engine
+from hwtp import mutantset
 from hwtp.commands.executors import executor_options
 from hwtp.commands.options import read_stdin, trust_option
 from hwtp.errors import ConfigError
@@ -103,7 +103,7 @@ def score_command(
 ) -> None:
     """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
     stdin = read_stdin() if "-" in plan_refs else None
-    mutant_set = engine.load(mutdir)
+    mutant_set = mutantset.load(mutdir)
     plans = read_plans(list(plan_refs), stdin)
     wanted = None if states == "all" else tuple(s.strip() for s in states.split(",") if s.strip())
     config = ScoreConfig(

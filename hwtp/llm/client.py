@@ -48,8 +48,9 @@ from hwtp.llm.chat import (
     RequestResult,
     SamplingParams,
     Usage,
+    redact_url,
 )
-from hwtp.llm.retry import parse_retry_after, redact_url, retry_delay
+from hwtp.llm.retry import parse_retry_after, retry_delay
 from hwtp.yamlio import clean_text
 
 log = logging.getLogger("hwtp.llm.client")

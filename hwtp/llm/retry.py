@@ -6,9 +6,7 @@ import email.utils
 import random
 import time
 
-from hwtp.llm.chat import ClientConfig, redact_url
-
-__all__ = ["backoff_delay", "parse_retry_after", "redact_url", "retry_delay"]
+from hwtp.llm.chat import ClientConfig
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
