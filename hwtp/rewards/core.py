@@ -129,30 +129,21 @@ def configure(
         raise ConfigError(f"workers={workers}: at least 1")
     if executor is not None and executor not in EXECUTORS:
         raise ConfigError(f"executor={executor!r}: expected one of {', '.join(EXECUTORS)}")
+    given: dict[str, Any] = {
+        "states": None if states is None else tuple(Path(s).expanduser() for s in states),
+        "workers": workers,
+        "rewards": rewards,
+        "limits": limits,
+        "simulator": simulator,
+        "cache_root": None if cache_root is None else Path(cache_root),
+        "idle_seconds": idle_seconds,
+        "executor": executor,
+        "ray_address": ray_address,
+        "ray_cpus": ray_cpus,
+        "ray_chunk": ray_chunk,
+    }
+    changes = {k: v for k, v in given.items() if v is not None}
     with _lock:
-        changes: dict[str, Any] = {}
-        if states is not None:
-            changes["states"] = tuple(Path(s).expanduser() for s in states)
-        if workers is not None:
-            changes["workers"] = workers
-        if rewards is not None:
-            changes["rewards"] = rewards
-        if limits is not None:
-            changes["limits"] = limits
-        if simulator is not None:
-            changes["simulator"] = simulator
-        if cache_root is not None:
-            changes["cache_root"] = Path(cache_root)
-        if idle_seconds is not None:
-            changes["idle_seconds"] = idle_seconds
-        if executor is not None:
-            changes["executor"] = executor
-        if ray_address is not None:
-            changes["ray_address"] = ray_address
-        if ray_cpus is not None:
-            changes["ray_cpus"] = ray_cpus
-        if ray_chunk is not None:
-            changes["ray_chunk"] = ray_chunk
         before = _settings
         _settings = replace(_settings, **changes)
         after = _settings
