@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hwtp.commands.options import designs_dir_option, trust_option
+from hwtp.commands.options import designs_dir_option, endpoint_options, trust_option
 from hwtp.corpus.splits import SPLITS, designs_of
 from hwtp.design import known_designs, load_design, search_path
 from hwtp.errors import ConfigError
@@ -30,18 +30,10 @@ from hwtp.runconfig import RunConfig
 @click.option(
     "--from", "replay_from", help="Replay: an hwtp plan folder, or one per design (e.g. an eval's OUT/plans)."
 )
-@click.option("--endpoint")
-@click.option("--model")
-@click.option("--api-key-env")
-@click.option("--temperature", type=float)
-@click.option("--top-p", type=float)
-@click.option("--max-tokens", type=int)
-@click.option("--concurrency", type=int)
-@click.option("--timeout", type=float, help="Total deadline of one endpoint request, s. [300]")
-@click.option("--retries", type=int, help="Retries of a failed endpoint request. [5]")
 @click.option("-j", "--jobs", type=int, help="Simulator processes. [CPUs]")
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json instead of the Markdown.")
 @designs_dir_option
+@endpoint_options
 @trust_option
 def eval_command(
     designs: tuple[str, ...],

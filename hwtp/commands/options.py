@@ -65,6 +65,26 @@ def design_options(func: F) -> F:
     return designs_dir_option(func)
 
 
+def endpoint_options(func: F) -> F:
+    """The OpenAI-compatible endpoint options of ``hwtp run`` and ``hwtp eval`` (each None when
+    not given, so the run configuration's defaults and ``hwtp.yaml`` apply)."""
+    for option in reversed(
+        (
+            click.option("--endpoint", help="OpenAI-compatible base URL (policy openai)."),
+            click.option("--model"),
+            click.option("--api-key-env", help="Environment variable holding the API key."),
+            click.option("--temperature", type=float),
+            click.option("--top-p", type=float),
+            click.option("--max-tokens", type=int),
+            click.option("--concurrency", type=int, help="Endpoint requests in flight."),
+            click.option("--timeout", type=float, help="Total deadline of one endpoint request, s. [300]"),
+            click.option("--retries", type=int, help="Retries of a failed endpoint request. [5]"),
+        )
+    ):
+        func = option(func)
+    return func
+
+
 def _allow(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value:
         allow_system_tasks(True)

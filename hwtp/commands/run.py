@@ -10,7 +10,7 @@ import click
 
 from hwtp import run as loop
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import designs_dir_option, trust_option
+from hwtp.commands.options import designs_dir_option, endpoint_options, trust_option
 from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.executors.choice import make_executor
@@ -79,26 +79,18 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--seed", type=int)
 @click.option("--witness-cycles", type=int)
 @click.option("--policy", type=click.Choice(["random", "openai", "replay"]))
-@click.option("--endpoint")
-@click.option("--model")
-@click.option("--api-key-env")
-@click.option("--temperature", type=float)
-@click.option("--top-p", type=float)
-@click.option("--max-tokens", type=int)
 @click.option("--from", "replay_from")
 @click.option("--preset")
 @click.option("--group-by", type=click.Choice(["state", "design", "batch"]))
 @click.option("--format", "formats", multiple=True, type=click.Choice(FORMATS), help="Export format (repeatable).")
 @click.option("--batch-size", type=int)
 @click.option("-j", "--jobs", type=int)
-@click.option("--concurrency", type=int)
-@click.option("--timeout", type=float, help="Total deadline of one endpoint request, s. [300]")
-@click.option("--retries", type=int, help="Retries of a failed endpoint request. [5]")
 @click.option("--max-response-bytes", type=int, help="Largest endpoint response read. [4194304]")
 @click.option("--dry-run", is_flag=True, help="Print the resolved configuration and the planned work; run nothing.")
 @click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
 @executor_options
+@endpoint_options
 @trust_option
 @designs_dir_option
 def run_command(
