@@ -48,12 +48,23 @@ HWTP = str(Path(sys.executable).parent / "hwtp")
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """Two nodes, one CPU each; this process is the driver."""
-    made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    made.add_node(num_cpus=1)
-    ray.init(address=made.address, include_dashboard=False, log_to_driver=False)
-    made.wait_for_nodes()
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Two nodes, one CPU each; this process is the driver.
+
+    Ray puts the driver's working directory on its workers' sys.path: started from the
+    repository, the workers would import the source tree's ``hwtp`` (which has no ``sim``:
+    pyproject maps it in at install) instead of the installed one. So the cluster and the
+    driver start from a folder of their own, as a user's job does.
+    """
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("ray-driver"))
+    try:
+        made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+        made.add_node(num_cpus=1)
+        ray.init(address=made.address, include_dashboard=False, log_to_driver=False)
+        made.wait_for_nodes()
+    finally:
+        os.chdir(here)
     yield made
     R.reset()
     ray.shutdown()

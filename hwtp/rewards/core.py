@@ -30,7 +30,16 @@ from hwtp.planset import PlanInput
 from hwtp.rewards.completion import is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
-from hwtp.score import INDETERMINATE, RewardLevels, SampleResult, ScoreConfig, assemble, prepare, schemata_build
+from hwtp.score import (
+    INDETERMINATE,
+    Prepared,
+    RewardLevels,
+    SampleResult,
+    ScoreConfig,
+    assemble,
+    prepare,
+    schemata_build,
+)
 from hwtp.sim import warm
 from hwtp.sim.job import Limits
 
@@ -305,7 +314,8 @@ def _score_group(
     pool = None if remote else _pool(mutant_set, digest)
     # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
     # workers simulate the ones already submitted.
-    unique, pending = list(inputs.values()), []
+    unique = list(inputs.values())
+    pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
     for start in range(0, len(unique), _CHUNK):
         prepared = prepare(mutant_set, unique[start : start + _CHUNK], score_config)
         evaluations = list(prepared.evaluations.values())
