@@ -23,7 +23,7 @@ from hwtp import yamlio
 from hwtp.errors import PlanError, PolicyUnavailable
 from hwtp.mutantset import GOLDEN, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data, validate
-from hwtp.planset import PLAN_INDEX, PlanRecord
+from hwtp.planset import PLAN_INDEX, PlanRecord, plan_id
 from hwtp.policy import PlanRequest, Policy
 from hwtp.prompt import Templates, build_messages
 from hwtp.yamlio import clean_text
@@ -94,12 +94,12 @@ def plan_states(
             error = g.error
             if error is None and g.text is not None:
                 try:
-                    validate(extract_plan(g.text, source=f"{request.state}-s{g.index:02d}"), mutant_set.design)
+                    validate(extract_plan(g.text, source=plan_id(request.state, g.index)), mutant_set.design)
                 except PlanError as exc:
                     error = f"{TRUNCATED}: {exc}" if g.finish_reason == "length" else str(exc)
             records.append(
                 PlanRecord(
-                    f"{request.state}-s{g.index:02d}",
+                    plan_id(request.state, g.index),
                     request.state,
                     g.index,
                     policy.name,

@@ -46,6 +46,11 @@ class Generated:
     unavailable: bool = False
 
 
+def plan_id(state: str, sample: int) -> str:
+    """The id ``hwtp plan`` gives sample ``sample`` of ``state`` (``golden-s00``, ``m0001-s02``)."""
+    return f"{state}-s{sample:02d}"
+
+
 @dataclass(frozen=True)
 class PlanRecord:
     """One line of plans.jsonl. A sample is identified by (design, mutant set, state, plan):
@@ -89,8 +94,11 @@ class PlanRecord:
     @classmethod
     def from_json(cls, data: Any) -> PlanRecord:
         """The record of one plans.jsonl line (parsed JSON); ``as_json`` gives it back.
-        Raises ``ValueError``/``KeyError``/``TypeError`` on a record without plan, state and
-        sample. ``design`` and ``mutant_set`` are empty in records of an older hwtp."""
+        Raises ``ValueError``/``KeyError``/``TypeError`` on a record without a state. A record
+        without ``sample`` is sample 0 and one without ``plan`` gets hwtp plan's id
+        (``STATE-sNN``), so hand-written replay records of ``state``, ``sample`` and
+        ``completion`` are enough. ``design`` and ``mutant_set`` are empty in records of an
+        older hwtp."""
         if not isinstance(data, dict):
             raise TypeError(f"a plan record is a JSON object, not {type(data).__name__}")
         sample = int(data.get("sample", 0))
@@ -104,9 +112,10 @@ class PlanRecord:
             str(data.get("model") or ""),
             bool(data.get("from_cache", False)),
         )
+        state = str(data["state"])
         return cls(
-            plan=str(data["plan"]),
-            state=str(data["state"]),
+            plan=str(data.get("plan") or plan_id(state, sample)),
+            state=state,
             sample=sample,
             policy=str(data.get("policy") or ""),
             parameters=dict(data.get("parameters") or {}),
