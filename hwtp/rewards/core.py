@@ -229,6 +229,15 @@ def _ray_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any], 
     return remote.submit(target, evaluations, config.limits)
 
 
+def executor_stats() -> dict[str, Any]:
+    """Where simulations run (``name``) and, once the Ray executor is in use, its counters and
+    the names of the actors it shares (:meth:`hwtp.executors.ray.RayExecutor.snapshot`)."""
+    remote = _remote
+    if remote is None:
+        return {"name": _settings.executor}
+    return {"name": remote.name, **remote.snapshot()}
+
+
 def _build(mutant_set: MutantSet, config: Settings) -> Any:
     key = (set_hash(mutant_set), config.simulator, str(config.cache_root))
     with _lock:
