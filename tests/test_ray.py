@@ -263,9 +263,11 @@ def _until(check: Any, seconds: float = 30.0) -> bool:
 
 
 def test_two_processes_of_one_job_share_one_actor_pool(cluster: Any, mutated: Any) -> None:
-    """Two reward workers of one Ray job (as verl's, each its own process) find the same named
-    actors; both lose one of them and both still get the local executor's rewards, with one
-    replacement between them; the actors end with the processes that made them."""
+    """Two reward workers of one Ray job (as verl's: each its own process), one configured in
+    code and one by environment variables only (verl's ``pkg://hwtp.rewards``), find the same
+    named actors and get the local executor's rewards; after one of the actors died both send
+    their chunks again and one replacement serves them both; the actors end with the processes
+    that made them."""
     sets = [mutated(name) for name in DESIGNS]
     texts, truths = _completions(sets, 2)
     states = [str(sets[0].root.parent)]
@@ -277,8 +279,9 @@ def test_two_processes_of_one_job_share_one_actor_pool(cluster: Any, mutated: An
 
     @ray.remote(num_cpus=0)
     class RewardWorker:  # the README's snippet: reward code in a process of the trainer's job
-        def __init__(self, states: list[str]) -> None:
-            R.configure(states=states, executor="ray", ray_chunk=4)  # the job's cluster: no address
+        def __init__(self, states: list[str] | None) -> None:
+            if states is not None:
+                R.configure(states=states, executor="ray", ray_chunk=4)  # the job's cluster: no address
 
         def score(self, solution_strs: list[str], ground_truths: list[Any]) -> list[dict[str, Any]]:
             return R.compute_score_batch([None] * len(solution_strs), solution_strs, ground_truths)
@@ -286,21 +289,24 @@ def test_two_processes_of_one_job_share_one_actor_pool(cluster: Any, mutated: An
         def stats(self) -> dict[str, Any]:
             return {**R.executor_stats(), "pid": os.getpid()}
 
-    workers = [RewardWorker.remote(states) for _ in range(2)]
+    by_env = {"HWTP_STATES": os.pathsep.join(states), "HWTP_REWARD_EXECUTOR": "ray"}
+    workers = [
+        RewardWorker.remote(states),
+        RewardWorker.options(runtime_env={"env_vars": by_env}).remote(None),
+    ]
     try:
         first = ray.get([w.score.remote(texts, truths) for w in workers], timeout=300)
         assert first == [expected, expected]
         stats = ray.get([w.stats.remote() for w in workers])
-        assert stats[0]["pid"] != stats[1]["pid"] and all(s["chunks"] > 0 for s in stats)
+        assert stats[0]["pid"] != stats[1]["pid"] and all(s["name"] == "ray" and s["chunks"] > 0 for s in stats)
         names = _hwtp_actors()
         assert len(names) == 2 and stats[0]["actors"] == stats[1]["actors"] == names  # one pool, shared
         pids = {ray.get(ray.get_actor(n).where.remote())[1] for n in names}
         assert len(pids) == 2
 
-        victim = ray.get_actor(names[0])  # slot 0: the first call of each worker goes there
-        calls = [w.score.remote(texts, truths) for w in workers]
-        ray.kill(victim)
-        assert ray.get(calls, timeout=300) == [expected, expected]
+        ray.kill(ray.get_actor(names[0]))  # slot 0: the first call of each worker goes there
+        assert _until(lambda: names[0] not in _hwtp_actors())
+        assert ray.get([w.score.remote(texts, truths) for w in workers], timeout=300) == [expected, expected]
         after = ray.get([w.stats.remote() for w in workers])
         for before, now in zip(stats, after, strict=True):
             assert now["actors_lost"] == 1 and now["resubmitted"] >= 1 and now["duplicates"] == 0
