@@ -367,7 +367,7 @@ def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any,
     sets = [mutated(name) for name in DESIGNS]
     states = sets[0].root.parent
     bodies = []
-    for samples in (2, 6):  # a short request, then a long one (the kill lands in it)
+    for samples in (2, 4):  # a short request, then a long one (the kill lands in it)
         texts, truths = _completions(sets, samples)
         bodies.append({"query": texts, "labels": [json.dumps(t) for t in truths]})
     verify = [
@@ -415,7 +415,8 @@ def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any,
         text = server.client.get("/metrics", params={"format": "prometheus"}).text
         assert f"hwtp_serve_ray_actors_lost_total {ray_stats['actors_lost']}" in text
         assert metrics["evaluations"] == local_evaluations  # the same evaluations behind the same rewards
-        assert _hwtp_actors(namespace) == names  # replaced under its name
+        assert server.post("/reward", bodies[0]) == reference[0]  # and on with the replacement...
+        assert _hwtp_actors(namespace) == names  # ...under the same name
     finally:
         server.stop()
     assert _until(lambda: not _hwtp_actors(namespace)), "hwtp serve's actors outlived it"
