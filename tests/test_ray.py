@@ -105,8 +105,9 @@ def test_scores_json_equals_local(cluster: Any, name: str, mutated: Any, run_cli
     for executor in ("local", "ray"):
         out = tmp_path / f"{executor}.json"
         extra = ["--ray-chunk", "8"] if executor == "ray" else []
-        code, _, err = run_cli("score", mutant_set.root, "--plans", plans, "--json", out, "-j", "1",
-                               "--executor", executor, *extra)
+        code, _, err = run_cli(
+            "score", mutant_set.root, "--plans", plans, "--json", out, "-j", "1", "--executor", executor, *extra
+        )
         assert code == 0, err
         doc = json.loads(out.read_text())
         doc["stats"].pop("seconds")
@@ -176,11 +177,28 @@ def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> Non
 
 def test_a_killed_run_resumes(cluster: Any, tmp_path: Path) -> None:
     rundir = tmp_path / "run"
-    argv = ["run", "adder_carry", "-o", str(rundir), "--states", "6", "-G", "8", "-j", "1", "--executor", "ray",
-            "--ray-chunk", "1"]
+    argv = [
+        "run",
+        "adder_carry",
+        "-o",
+        str(rundir),
+        "--states",
+        "6",
+        "-G",
+        "8",
+        "-j",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-chunk",
+        "1",
+    ]
     proc = subprocess.Popen(
         [HWTP, *argv, "--ray-address", cluster.address],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     stored = 0
     try:
@@ -430,7 +448,10 @@ def test_clear_errors(
     plans.write_text((load_design("adder_carry").root / "plans" / "reference.yaml").read_text())
     wrong = subprocess.run(
         [HWTP, "score", str(root), "--plans", str(plans), "--executor", "ray", "--ray-address", "127.0.0.1:1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert wrong.returncode == 2 and "--ray-address 127.0.0.1:1: no Ray cluster answers there" in wrong.stderr
     code, _, err = run_cli("score", root, "--plans", plans, "--ray-address", "127.0.0.1:1")
