@@ -148,6 +148,7 @@ def test_an_actor_killed_mid_chunk_loses_nothing_and_counts_nothing_twice(cluste
         assert victim not in executor.actors() and len(executor.ready_actors()) == 2  # replaced: the CPU came free
     finally:
         executor.close()
+    assert not _hwtp_actors()  # close stopped the actors it made, and their names are free
 
 
 def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> None:

@@ -58,6 +58,8 @@ _DEPTH = 2
 #: Times one chunk is sent again after its actor died, before the run gives up.
 _ATTEMPTS = 4
 _POLL_S = 0.01
+#: Seconds :meth:`RayExecutor.close` waits for Ray to free the names of the actors it stopped.
+_CLOSE_S = 10.0
 _DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
 #: The calls of :class:`SimActor` (their arguments and answers); bumped when they change, so that
 #: processes of different hwtp code never share an actor.
@@ -331,13 +333,23 @@ class RayExecutor:
         return future
 
     def close(self) -> None:
-        """Stop the actors this executor made (their warm simulators die with them); the ones
-        found by name belong to another process and are only let go."""
+        """Stop the actors this executor made (their warm simulators die with them) and wait, up
+        to a few seconds, until Ray has freed their names (an executor made next must not find a
+        dying actor); the ones found by name belong to another process and are only let go."""
         with self._lock:
             slots, self._slots = list(self._slots.values()), {}
-        for slot in slots:
-            if slot.made:
-                ray.kill(slot.handle)
+        made = [slot for slot in slots if slot.made]
+        for slot in made:
+            ray.kill(slot.handle)
+        deadline = time.monotonic() + _CLOSE_S
+        for slot in made:
+            while time.monotonic() < deadline:
+                try:
+                    if ray.get_actor(actor_name(self.cpus, slot.index)) != slot.handle:
+                        break
+                except ValueError:
+                    break
+                time.sleep(_POLL_S)
 
 
 _numbers = itertools.count(1)
