@@ -9,6 +9,11 @@ runs (best kept); results are checked equal to the local worker's (but for timin
 - local, 1 worker: one ``hwtp.sim.warm.WarmPool`` process in this process (the baseline).
 - ray, 1 actor / 2 actors: ``hwtp.executors.ray.RayExecutor`` on a local Ray instance
   (``ray.init(num_cpus=2)``), chunks of --chunk evaluations.
+- ray, 2 actors, 2 callers: two Ray actors of the job (as a trainer's reward workers), each
+  with its own ``RayExecutor`` and half of the evaluations, at once; they find one pool of two
+  actors by name, so the rate to expect is the 2-actor row's (timed from the first start to the
+  last end, inside the callers). Also timed: each one's first call (the first makes the pool:
+  actors placed, builds found, simulators started; the second joins it warm).
 - ray, 2 nodes: a simulated two-node cluster on this machine (``ray.cluster_utils.Cluster``,
   one CPU per node), one actor per node.
 
@@ -92,6 +97,47 @@ def ray_rows(actors: int, target: Target, evs: list[Evaluation], args: Any) -> t
         executor.close()
 
 
+@ray.remote(num_cpus=0)
+class Caller:
+    """A process of the job that scores through the shared actor pool (a reward worker)."""
+
+    def __init__(self, chunk: int) -> None:
+        self.executor = RayExecutor(chunk=chunk, actors=2)
+
+    def run(self, target: Target, evs: list[Evaluation]) -> tuple[float, float, dict[str, EvalResult]]:
+        """(start, end) on the machine's clock (the callers share it here) and the results:
+        timed inside, so returning the results to the driver is not counted."""
+        start = time.time()
+        out = self.executor.run(target, evs, Limits())
+        return start, time.time(), out
+
+    def actors(self) -> list[str]:
+        return list(self.executor.snapshot()["actors"])
+
+
+def shared_rows(target: Target, evs: list[Evaluation], args: Any) -> tuple[float, dict[str, EvalResult], list[float]]:
+    """Two callers, half of the evaluations each (as two workers' batches), at once: (best
+    seconds from the first start to the last end, results, each first call's seconds)."""
+    callers = [Caller.remote(args.chunk) for _ in range(2)]  # type: ignore[attr-defined]
+    half = len(evs) // 2
+    halves = [evs[:half], evs[half:]]
+    try:
+        firsts = []
+        for caller, part in zip(callers, halves, strict=True):  # one by one: the first makes the pool
+            start, end, _ = ray.get(caller.run.remote(target, part))
+            firsts.append(end - start)
+        assert ray.get(callers[0].actors.remote()) == ray.get(callers[1].actors.remote())
+        best, out = float("inf"), {}
+        for _ in range(args.repeat):
+            done = ray.get([c.run.remote(target, h) for c, h in zip(callers, halves, strict=True)])
+            best = min(best, max(d[1] for d in done) - min(d[0] for d in done))
+            out = {**done[0][2], **done[1][2]}
+        return best, out, firsts
+    finally:
+        for caller in callers:
+            ray.kill(caller)  # the actors they made end with them
+
+
 def bytes_per_evaluation(target: Target, evs: list[Evaluation], results: dict[str, EvalResult], chunk: int) -> float:
     sent = sum(len(pickle.dumps(evs[i : i + chunk])) for i in range(0, len(evs), chunk))
     back = sum(
@@ -150,6 +196,9 @@ def main() -> None:
             seconds, out = ray_rows(actors, target, evs, args)
             assert same(out, reference), label
             rows.append((label, actors, seconds))
+        seconds, out, firsts = shared_rows(target, evs, args)
+        assert same(out, reference), "shared"
+        rows.append(("ray, 2 actors, 2 callers", 2, seconds))
         shipped = build_compare(target) if args.build else None
         ray.shutdown()
 
@@ -170,6 +219,10 @@ def main() -> None:
         for label, workers, seconds in rows:
             rate = n / seconds
             print(f"{label:<24}{rate:>10.0f}{rate / base:>10.2f}{rate / base / workers:>12.0%}")
+        print(
+            f"first call of the process that makes the shared pool: {firsts[0]:.2f} s; "
+            f"of the process that joins it: {firsts[1]:.2f} s (about {len(evs) // 2} evaluations each)"
+        )
         ray1 = rows[1][2]
         overhead = ray1 / local_s - 1
         print(
@@ -185,7 +238,7 @@ def main() -> None:
             )
         per_core = n / ray1
         step = args.completions * (1 + args.step_states)
-        efficiency = (n / rows[3][2]) / base / 2
+        efficiency = (n / rows[-1][2]) / base / 2
         cores = step / (args.step_seconds * per_core * efficiency)
         print(
             f"capacity: {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} completions x "

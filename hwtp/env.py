@@ -20,6 +20,8 @@ STATES_VAR = "HWTP_STATES"
 DESIGNS_VAR = "HWTP_DESIGNS"
 #: Simulator processes per warm pool (one pool per design and mutant set) of the reward functions.
 REWARD_WORKERS_VAR = "HWTP_REWARD_WORKERS"
+#: Where the reward functions simulate (``local`` or ``ray``) unless ``configure(executor=...)`` says.
+REWARD_EXECUTOR_VAR = "HWTP_REWARD_EXECUTOR"
 #: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
 SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"  # noqa: S105 (the variable's name, not a token)
 #: Default variable holding the API key of an OpenAI-compatible endpoint.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import selectors
 import signal
 import sqlite3
 import subprocess
@@ -38,6 +39,7 @@ from hwtp.store import DB_NAME, open_store
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'hwtp[ray]')")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
+httpx = pytest.importorskip("httpx")
 
 from hwtp.executors.ray import RayExecutor  # noqa: E402 - needs ray, skipped above
 
@@ -103,8 +105,9 @@ def test_scores_json_equals_local(cluster: Any, name: str, mutated: Any, run_cli
     for executor in ("local", "ray"):
         out = tmp_path / f"{executor}.json"
         extra = ["--ray-chunk", "8"] if executor == "ray" else []
-        code, _, err = run_cli("score", mutant_set.root, "--plans", plans, "--json", out, "-j", "1",
-                               "--executor", executor, *extra)
+        code, _, err = run_cli(
+            "score", mutant_set.root, "--plans", plans, "--json", out, "-j", "1", "--executor", executor, *extra
+        )
         assert code == 0, err
         doc = json.loads(out.read_text())
         doc["stats"].pop("seconds")
@@ -145,6 +148,7 @@ def test_an_actor_killed_mid_chunk_loses_nothing_and_counts_nothing_twice(cluste
         assert victim not in executor.actors() and len(executor.ready_actors()) == 2  # replaced: the CPU came free
     finally:
         executor.close()
+    assert not _hwtp_actors()  # close stopped the actors it made, and their names are free
 
 
 def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> None:
@@ -166,18 +170,36 @@ def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> Non
         _same(got, expected)
         assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
         assert executor.stats["actors_lost"] == 1
-        assert len(executor.actors()) == 3 and len(executor.ready_actors()) == 2  # its replacement waits for room
+        assert _until(lambda: len(executor.actors()) == 3)  # its replacement, once Ray has freed the name...
+        assert len(executor.ready_actors()) == 2  # ...waits for room
     finally:
         executor.close()
 
 
 def test_a_killed_run_resumes(cluster: Any, tmp_path: Path) -> None:
     rundir = tmp_path / "run"
-    argv = ["run", "adder_carry", "-o", str(rundir), "--states", "6", "-G", "8", "-j", "1", "--executor", "ray",
-            "--ray-chunk", "1"]
+    argv = [
+        "run",
+        "adder_carry",
+        "-o",
+        str(rundir),
+        "--states",
+        "6",
+        "-G",
+        "8",
+        "-j",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-chunk",
+        "1",
+    ]
     proc = subprocess.Popen(
         [HWTP, *argv, "--ray-address", cluster.address],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     stored = 0
     try:
@@ -228,6 +250,197 @@ def test_rewards_with_executor_ray_equal_local(cluster: Any, mutated: Any) -> No
     assert {r.outcome for r in local} >= {"passed", "detected"}
 
 
+def _completions(sets: list[MutantSet], samples: int) -> tuple[list[str], list[dict[str, str]]]:
+    """Completions of the random policy on every state of ``sets`` (two designs) and their
+    ground truths, interleaved so that one request spans both designs."""
+    texts: list[str] = []
+    truths: list[dict[str, str]] = []
+    for mutant_set in sets:
+        digest = set_hash(mutant_set)
+        for p in _plans(mutant_set, samples):
+            texts.append((p.meta or {})["completion"])
+            truths.append({"design": mutant_set.design.name, "state": p.state, "mutant_set": digest})
+    order = sorted(range(len(texts)), key=lambda i: (i % 7, i))
+    return [texts[i] for i in order], [truths[i] for i in order]
+
+
+def _hwtp_actors(namespace: str | None = None) -> list[str]:
+    """Names of the live hwtp simulator actors in ``namespace`` (default: this job's)."""
+    if namespace is None:
+        return sorted(n for n in ray.util.list_named_actors() if n.startswith("hwtp-sim-"))
+    found = ray.util.list_named_actors(all_namespaces=True)
+    return sorted(a["name"] for a in found if a["namespace"] == namespace and a["name"].startswith("hwtp-sim-"))
+
+
+def _until(check: Any, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_two_processes_of_one_job_share_one_actor_pool(cluster: Any, mutated: Any) -> None:
+    """Two reward workers of one Ray job (as verl's: each its own process), one configured in
+    code and one by environment variables only (verl's ``pkg://hwtp.rewards``), find the same
+    named actors and get the local executor's rewards; after one of the actors died both send
+    their chunks again and one replacement serves them both; the actors end with the processes
+    that made them."""
+    sets = [mutated(name) for name in DESIGNS]
+    texts, truths = _completions(sets, 2)
+    states = [str(sets[0].root.parent)]
+    try:
+        R.configure(states=states, executor="local", workers=1)
+        expected = R.compute_score_batch([None] * len(texts), texts, truths)
+    finally:
+        R.reset()
+
+    @ray.remote(num_cpus=0)
+    class RewardWorker:  # the README's snippet: reward code in a process of the trainer's job
+        def __init__(self, states: list[str] | None) -> None:
+            if states is not None:
+                R.configure(states=states, executor="ray", ray_chunk=4)  # the job's cluster: no address
+
+        def score(self, solution_strs: list[str], ground_truths: list[Any]) -> list[dict[str, Any]]:
+            return R.compute_score_batch([None] * len(solution_strs), solution_strs, ground_truths)
+
+        def stats(self) -> dict[str, Any]:
+            return {**R.executor_stats(), "pid": os.getpid()}
+
+    by_env = {"HWTP_STATES": os.pathsep.join(states), "HWTP_REWARD_EXECUTOR": "ray"}
+    workers = [
+        RewardWorker.remote(states),
+        RewardWorker.options(runtime_env={"env_vars": by_env}).remote(None),
+    ]
+    try:
+        first = ray.get([w.score.remote(texts, truths) for w in workers], timeout=300)
+        assert first == [expected, expected]
+        stats = ray.get([w.stats.remote() for w in workers])
+        assert stats[0]["pid"] != stats[1]["pid"] and all(s["name"] == "ray" and s["chunks"] > 0 for s in stats)
+        names = _hwtp_actors()
+        assert len(names) == 2 and stats[0]["actors"] == stats[1]["actors"] == names  # one pool, shared
+        pids = {ray.get(ray.get_actor(n).where.remote())[1] for n in names}
+        assert len(pids) == 2
+
+        ray.kill(ray.get_actor(names[0]))  # slot 0: the first call of each worker goes there
+        assert _until(lambda: names[0] not in _hwtp_actors())
+        assert ray.get([w.score.remote(texts, truths) for w in workers], timeout=300) == [expected, expected]
+        after = ray.get([w.stats.remote() for w in workers])
+        for before, now in zip(stats, after, strict=True):
+            assert now["actors_lost"] == 1 and now["resubmitted"] >= 1 and now["duplicates"] == 0
+            assert now["chunks"] > before["chunks"]
+        assert _hwtp_actors() == names  # one replacement under the same name, not one per worker
+        assert pids != {ray.get(ray.get_actor(n).where.remote())[1] for n in names}
+    finally:
+        for worker in workers:
+            ray.kill(worker)
+    assert _until(lambda: not _hwtp_actors()), "the actors outlived the processes that made them"
+
+
+class _Serve:
+    """``hwtp serve`` started as a user does (a process of its own, cwd outside the repository)."""
+
+    def __init__(self, states: Path, cwd: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [HWTP, "serve", str(states), "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            started = sel.select(120)
+        line = self.proc.stdout.readline() if started else ""
+        if "listening on http://127.0.0.1:" not in line:
+            self.proc.kill()
+            raise AssertionError(f"hwtp serve did not start: {line}{self.proc.communicate()[1]}")
+        self.client = httpx.Client(base_url=line.split("listening on ")[1].split()[0], timeout=300.0)
+
+    def post(self, path: str, body: Any) -> Any:
+        answer = self.client.post(path, json=body)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def metrics(self) -> Any:
+        return self.client.get("/metrics").json()
+
+    def stop(self) -> None:
+        self.client.close()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = self.proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            raise AssertionError("hwtp serve did not stop") from None
+        assert self.proc.returncode == 0, err
+
+
+def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any, mutated: Any, tmp_path: Path) -> None:
+    """The same OpenRLHF and NeMo Gym requests, on two designs, to ``hwtp serve`` with the local
+    executor and with ``--executor ray --ray-address`` (this cluster): the same answers, also for
+    a request during which one of the service's actors is killed."""
+    sets = [mutated(name) for name in DESIGNS]
+    states = sets[0].root.parent
+    bodies = []
+    for samples in (2, 4):  # a short request, then a long one (the kill lands in it)
+        texts, truths = _completions(sets, samples)
+        bodies.append({"query": texts, "labels": [json.dumps(t) for t in truths]})
+    verify = [
+        {
+            "responses_create_params": {"input": [{"role": "user", "content": "Write a test plan."}]},
+            "response": {"output": [{"type": "message", "content": [{"type": "output_text", "text": text}]}]},
+            "ground_truth": truth,
+        }
+        for text, truth in zip(*_completions(sets, 1), strict=True)
+    ][::3]
+
+    local = _Serve(states, tmp_path, "--workers", "1")
+    try:
+        reference = [local.post("/reward", b) for b in bodies]
+        reference_verify = [local.post("/verify", b) for b in verify]
+        local_evaluations = local.metrics()["evaluations"]
+    finally:
+        local.stop()
+    rewards = reference[1]["rewards"]
+    assert len(rewards) == len(bodies[1]["query"]) and len(set(rewards)) >= 2
+    assert not any(reference[1]["extra_logs"]["hwtp_indeterminate"])
+
+    server = _Serve(states, tmp_path, "--executor", "ray", "--ray-address", cluster.address, "--ray-chunk", "2")
+    try:
+        assert server.post("/reward", bodies[0]) == reference[0]
+        assert [server.post("/verify", b) for b in verify] == reference_verify
+        assert {b["ground_truth"]["design"] for b in verify} == set(DESIGNS)
+        mine = ray.get_runtime_context().namespace
+        found = ray.util.list_named_actors(all_namespaces=True)
+        namespace = next(a["namespace"] for a in found if a["name"].startswith("hwtp-sim-") and a["namespace"] != mine)
+        names = _hwtp_actors(namespace)
+        assert names == server.metrics()["executor"]["actors"] and len(names) == 2
+
+        answer: dict[str, Any] = {}
+        request = threading.Thread(target=lambda: answer.update(server.post("/reward", bodies[1])))
+        request.start()
+        assert _until(lambda: server.metrics()["in_flight"] > 0, 60)
+        ray.kill(ray.get_actor(names[0], namespace=namespace))
+        request.join(300)
+        assert answer == reference[1]  # one reward per query, each the local one
+        metrics = server.metrics()
+        ray_stats = metrics["executor"]
+        assert ray_stats["name"] == "ray" and ray_stats["actors_lost"] >= 1 and ray_stats["resubmitted"] >= 1
+        assert ray_stats["duplicates"] == 0
+        text = server.client.get("/metrics", params={"format": "prometheus"}).text
+        assert f"hwtp_serve_ray_actors_lost_total {ray_stats['actors_lost']}" in text
+        assert metrics["evaluations"] == local_evaluations  # the same evaluations behind the same rewards
+        assert server.post("/reward", bodies[0]) == reference[0]  # and on with the replacement...
+        assert _hwtp_actors(namespace) == names  # ...under the same name
+    finally:
+        server.stop()
+    assert _until(lambda: not _hwtp_actors(namespace)), "hwtp serve's actors outlived it"
+
+
 def test_clear_errors(
     cluster: Any, mutated: Any, run_cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -236,7 +449,10 @@ def test_clear_errors(
     plans.write_text((load_design("adder_carry").root / "plans" / "reference.yaml").read_text())
     wrong = subprocess.run(
         [HWTP, "score", str(root), "--plans", str(plans), "--executor", "ray", "--ray-address", "127.0.0.1:1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert wrong.returncode == 2 and "--ray-address 127.0.0.1:1: no Ray cluster answers there" in wrong.stderr
     code, _, err = run_cli("score", root, "--plans", plans, "--ray-address", "127.0.0.1:1")

@@ -85,6 +85,22 @@ def test_no_folders_configured(monkeypatch: pytest.MonkeyPatch) -> None:
         R.score_completions([({"design": "counter_en_load", "state": "golden", "mutant_set": HASH}, "x")])
 
 
+def test_executor_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HWTP_REWARD_EXECUTOR`` picks the executor of processes that load the reward functions by
+    path (no configure call); configure's argument wins; a wrong value names the variable."""
+    from hwtp.errors import ConfigError
+
+    monkeypatch.delenv("HWTP_REWARD_EXECUTOR", raising=False)
+    assert R.settings().executor_name() == "local" and R.executor_stats() == {"name": "local"}
+    monkeypatch.setenv("HWTP_REWARD_EXECUTOR", "ray")
+    assert R.settings().executor_name() == "ray"
+    assert R.configure(executor="local").executor_name() == "local"
+    R.reset()
+    monkeypatch.setenv("HWTP_REWARD_EXECUTOR", "slurm")
+    with pytest.raises(ConfigError, match="HWTP_REWARD_EXECUTOR='slurm': expected one of local, ray"):
+        R.settings().executor_name()
+
+
 def test_adapters_have_the_trainers_signatures() -> None:
     import inspect
 

@@ -261,6 +261,7 @@ def test_health_and_metrics(server: Server, states: dict[str, Any]) -> None:
     assert after["items"] == before["items"] + 3
     assert after["evaluations"] >= before["evaluations"] + 3
     assert after["in_flight"] == 0 and after["queue_depth"] == 0
+    assert after["executor"] == {"name": "local"}
     stats = after["latency"]["/reward"]
     assert stats["count"] >= 1 and 0 < stats["p50_ms"] <= stats["p95_ms"] <= stats["p99_ms"]
     text = server.client.get("/metrics", params={"format": "prometheus"}).text

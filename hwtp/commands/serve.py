@@ -135,7 +135,11 @@ def serve_command(
             raise ConfigError(f"states folder {folder}: not found")
     token, token_var = _token(token_env)
     rewards.configure(
-        states=folders, workers=workers, executor=executor, ray_address=ray_address, ray_cpus=ray_cpus,
+        states=folders,
+        workers=workers,
+        executor=executor,
+        ray_address=ray_address,
+        ray_cpus=ray_cpus,
         ray_chunk=ray_chunk,
     )
     limits = ServeLimits(
@@ -151,7 +155,14 @@ def serve_command(
         warm.close_all()
         rewards.reset()  # also stops the Ray actors of --executor ray
 
-    app = create_app(rewards.score_completions, limits, token=token, states=folders, on_shutdown=shutdown)
+    app = create_app(
+        rewards.score_completions,
+        limits,
+        token=token,
+        states=folders,
+        on_shutdown=shutdown,
+        executor_stats=rewards.executor_stats,
+    )
     try:
         sock = server.bind(host, port)
     except OSError as exc:

@@ -13,10 +13,21 @@ reported once: a chunk whose actor died (killed, out of memory, node lost) is se
 live actor, a replacement is asked for (it takes work once the cluster has placed it), and an
 id already reported is never reported again. Per-evaluation budgets and faults are the warm
 pool's, inside the actor.
+
+The actors are named (:func:`actor_name`: hwtp's version, the calls' protocol, CPUs per actor
+and a slot number) in the Ray namespace of the job, and found by name before one is made: every
+process of a job (a trainer's reward workers, ``hwtp serve``, the driver) shares one pool of
+actors, and each actor one warm pool per target. A design and mutant set key the warm pool
+inside an actor (the target's build hash), not the actor: actors reserve CPUs, so one set of
+actors per design would reserve the cluster many times over. An actor is owned by the process
+that made it (Ray's default lifetime, not detached): it stops when that process's executor is
+closed or the process ends, so nothing outlives the job; another process that was using it
+sends its chunks again and finds or makes the replacement under the same name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
@@ -32,6 +43,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
+from hwtp import __version__
 from hwtp.errors import ConfigError, HwtpError, SimulationError
 from hwtp.executors.base import Target
 from hwtp.sim import warm
@@ -46,7 +58,18 @@ _DEPTH = 2
 #: Times one chunk is sent again after its actor died, before the run gives up.
 _ATTEMPTS = 4
 _POLL_S = 0.01
+#: Seconds :meth:`RayExecutor.close` waits for Ray to free the names of the actors it stopped.
+_CLOSE_S = 10.0
 _DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+#: The calls of :class:`SimActor` (their arguments and answers); bumped when they change, so that
+#: processes of different hwtp code never share an actor.
+PROTOCOL = 1
+
+
+def actor_name(cpus: float, index: int) -> str:
+    """The name of slot ``index`` of the actor pool: processes that agree on it may share the
+    actor (same hwtp, same calls, same CPUs per actor). What it simulates is per call."""
+    return f"hwtp-sim-{__version__}-p{PROTOCOL}-cpu{cpus:g}-{index}"
 
 
 class SimActor:
@@ -74,14 +97,26 @@ class SimActor:
 
 @dataclass
 class _Slot:
+    index: int
     handle: Any
+    made: bool  # made by this executor (not found by name): stopped by its close()
     started: Any  # the actor's first call: done once Ray has placed and started it
     inflight: int = 0
 
     @classmethod
-    def new(cls, remote: Any) -> _Slot:
-        handle = remote.remote()
-        return cls(handle, handle.where.remote())
+    def join(cls, remote: Any, options: dict[str, Any], name: str, index: int, dead: list[Any]) -> _Slot | None:
+        """The actor called ``name`` in this job's namespace, made unless another process has it
+        (None while the name still belongs to an actor in ``dead``: Ray frees it shortly)."""
+        try:
+            handle, made = ray.get_actor(name), False
+        except ValueError:
+            try:
+                handle, made = remote.options(name=name, **options).remote(), True
+            except ray.exceptions.ActorAlreadyExistsError:  # made meanwhile by another process
+                handle, made = ray.get_actor(name), False
+        if handle in dead:
+            return None
+        return cls(index, handle, made, handle.where.remote())
 
     def ready(self) -> bool:
         """Started (or failed to: its chunks then fail and are sent elsewhere). An actor the
@@ -140,43 +175,58 @@ class RayExecutor:
         self.chunk = chunk or DEFAULT_CHUNK
         total = ray.cluster_resources().get("CPU", 1.0)
         self.size = actors or max(1, int(total // self.cpus))
-        self._remote = ray.remote(SimActor).options(num_cpus=self.cpus, max_concurrency=_DEPTH)
+        self._remote = ray.remote(SimActor)
+        self._options = {"num_cpus": self.cpus, "max_concurrency": _DEPTH}
         self._lock = threading.Lock()
-        self._slots: list[_Slot] = []
+        self._slots: dict[int, _Slot] = {}
+        self._dead: list[Any] = []  # handles of the actors lost (their names are freed shortly)
         self.stats = {"chunks": 0, "resubmitted": 0, "actors_lost": 0, "duplicates": 0}
 
     # -- actors ---------------------------------------------------------------------------
 
     def actors(self) -> list[Any]:
-        """Handles of the live actors (made on first use)."""
+        """Handles of the live actors (found or made on first use)."""
         with self._lock:
             self._fill()
-            return [s.handle for s in self._slots]
+            return [s.handle for s in self._slots.values()]
 
     def ready_actors(self) -> list[Any]:
         """Handles of the actors that have started (a replacement waits for room on the cluster)."""
         with self._lock:
             self._fill()
-            return [s.handle for s in self._slots if s.ready()]
+            return [s.handle for s in self._slots.values() if s.ready()]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counters (chunks sent, sent again, actors lost, duplicate results dropped) and
+        the names of the actors in use."""
+        with self._lock:
+            return {**self.stats, "actors": [actor_name(self.cpus, i) for i in sorted(self._slots)]}
 
     def _fill(self) -> None:
-        while len(self._slots) < self.size:
-            self._slots.append(_Slot.new(self._remote))
+        for index in range(self.size):
+            if index not in self._slots:
+                slot = _Slot.join(self._remote, self._options, actor_name(self.cpus, index), index, self._dead)
+                if slot is not None:
+                    self._slots[index] = slot
 
     def _lost(self, slot: _Slot) -> None:
-        """Forget a dead actor and ask for a replacement: it takes work once the cluster has
-        placed it (at once when the CPU came free; when a node was lost, once one joins)."""
+        """Forget a dead actor and find or make its replacement: it takes work once the cluster
+        has placed it (at once when the CPU came free; when a node was lost, once one joins). An
+        actor merely unreachable is killed first, so that every process sharing it replaces it."""
+        with contextlib.suppress(ray.exceptions.RayError, ValueError):
+            ray.kill(slot.handle)
         with self._lock:
-            if slot not in self._slots:
+            if self._slots.get(slot.index) is not slot:
                 return
-            self._slots.remove(slot)
+            del self._slots[slot.index]
+            self._dead.append(slot.handle)
             self.stats["actors_lost"] += 1
             self._fill()
 
     def _pick(self) -> _Slot | None:
         with self._lock:
             self._fill()
-            ready = [s for s in self._slots if s.ready()]
+            ready = [s for s in self._slots.values() if s.ready()]
             slot = min(ready, key=lambda s: s.inflight, default=None)
             if slot is None or slot.inflight >= _DEPTH:
                 return None
@@ -283,11 +333,23 @@ class RayExecutor:
         return future
 
     def close(self) -> None:
-        """Stop the actors (their warm simulators die with them)."""
+        """Stop the actors this executor made (their warm simulators die with them) and wait, up
+        to a few seconds, until Ray has freed their names (an executor made next must not find a
+        dying actor); the ones found by name belong to another process and are only let go."""
         with self._lock:
-            slots, self._slots = self._slots, []
-        for slot in slots:
+            slots, self._slots = list(self._slots.values()), {}
+        made = [slot for slot in slots if slot.made]
+        for slot in made:
             ray.kill(slot.handle)
+        deadline = time.monotonic() + _CLOSE_S
+        for slot in made:
+            while time.monotonic() < deadline:
+                try:
+                    if ray.get_actor(actor_name(self.cpus, slot.index)) != slot.handle:
+                        break
+                except ValueError:
+                    break
+                time.sleep(_POLL_S)
 
 
 _numbers = itertools.count(1)

@@ -10,7 +10,15 @@ each trainer's exact signature. Mutant sets are found in the folders of ``$HWTP_
 from __future__ import annotations
 
 from hwtp.rewards.adapters import compute_score, compute_score_batch, reward_func, trl_reward, trl_reward_async
-from hwtp.rewards.core import RewardResult, Settings, configure, reset, score_completions, settings
+from hwtp.rewards.core import (
+    RewardResult,
+    Settings,
+    configure,
+    executor_stats,
+    reset,
+    score_completions,
+    settings,
+)
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
 
 __all__ = [
@@ -21,6 +29,7 @@ __all__ = [
     "compute_score",
     "compute_score_batch",
     "configure",
+    "executor_stats",
     "parse_truth",
     "reset",
     "reward_func",

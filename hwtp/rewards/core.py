@@ -94,7 +94,7 @@ class Settings:
     simulator: str = "verilator"
     cache_root: Path | None = None
     idle_seconds: float = 300.0
-    executor: str = "local"  # local: warm pools here; ray: warm workers in Ray actors
+    executor: str | None = None  # local: warm pools here; ray: Ray actors; None: $HWTP_REWARD_EXECUTOR, else local
     ray_address: str | None = None  # None: the Ray job this process runs in, else a new local one
     ray_cpus: float | None = None  # CPUs per Ray actor (None: 1)
     ray_chunk: int | None = None  # evaluations per Ray actor call (None: 64)
@@ -107,6 +107,16 @@ class Settings:
 
     def worker_count(self) -> int:
         return self.workers if self.workers is not None else _default_workers()
+
+    def executor_name(self) -> str:
+        """``local`` or ``ray``: as configured, else ``$HWTP_REWARD_EXECUTOR`` (set for the
+        trainer's processes when they load the reward functions by path), else local."""
+        if self.executor is not None:
+            return self.executor
+        text = (env.get(env.REWARD_EXECUTOR_VAR) or "local").strip()
+        if text not in EXECUTORS:
+            raise ConfigError(f"{env.REWARD_EXECUTOR_VAR}={text!r}: expected one of {', '.join(EXECUTORS)}")
+        return text
 
 
 _lock = threading.Lock()
@@ -229,6 +239,15 @@ def _ray_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any], 
     return remote.submit(target, evaluations, config.limits)
 
 
+def executor_stats() -> dict[str, Any]:
+    """Where simulations run (``name``) and, once the Ray executor is in use, its counters and
+    the names of the actors it shares (:meth:`hwtp.executors.ray.RayExecutor.snapshot`)."""
+    remote = _remote
+    if remote is None:
+        return {"name": _settings.executor_name()}
+    return {"name": remote.name, **remote.snapshot()}
+
+
 def _build(mutant_set: MutantSet, config: Settings) -> Any:
     key = (set_hash(mutant_set), config.simulator, str(config.cache_root))
     with _lock:
@@ -310,7 +329,7 @@ def _score_group(
     config = _settings
     score_config = ScoreConfig(limits=config.limits, rewards=config.rewards)
     digest = members[0][1].mutant_set
-    remote = config.executor == "ray"
+    remote = config.executor_name() == "ray"
     pool = None if remote else _pool(mutant_set, digest)
     # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
     # workers simulate the ones already submitted.

@@ -50,11 +50,13 @@ def create_app(
     token: str | None = None,
     states: Sequence[str] = (),
     on_shutdown: Callable[[], None] | None = None,
+    executor_stats: Callable[[], dict[str, Any]] | None = None,
 ) -> Starlette:
     """The service around ``score`` (``hwtp.rewards.score_completions`` in ``hwtp serve``).
 
     ``token``: when set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
     ``on_shutdown`` runs after the last accepted request was answered (closes the warm pools).
+    ``executor_stats`` (``hwtp.rewards.executor_stats``) adds where simulations run to /metrics.
     """
     limits = limits or ServeLimits()
     metrics = Metrics()
@@ -150,9 +152,11 @@ def create_app(
         return JSONResponse({"status": "ok", "version": __version__, "states": list(states)})
 
     async def metrics_route(request: Request) -> Response:
+        executor = executor_stats() if executor_stats is not None else None
         if request.query_params.get("format") == "prometheus":
-            return PlainTextResponse(metrics.prometheus(), media_type="text/plain; version=0.0.4")
-        return JSONResponse({**metrics.snapshot(), "pending_items": batcher.pending_items})
+            return PlainTextResponse(metrics.prometheus(executor), media_type="text/plain; version=0.0.4")
+        extra = {} if executor is None else {"executor": executor}
+        return JSONResponse({**metrics.snapshot(), "pending_items": batcher.pending_items, **extra})
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

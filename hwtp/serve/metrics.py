@@ -15,6 +15,8 @@ from typing import Any
 #: Latencies kept for the percentiles: the most recent requests, so a long-lived service reports
 #: what it does now, in bounded memory.
 WINDOW = 4096
+#: The Ray executor's counters, exported by the Prometheus format.
+RAY_COUNTERS = ("chunks", "resubmitted", "actors_lost", "duplicates")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -90,8 +92,9 @@ class Metrics:
                 "latency": latency,
             }
 
-    def prometheus(self) -> str:
-        """The same numbers in the Prometheus text format (``GET /metrics?format=prometheus``)."""
+    def prometheus(self, executor: dict[str, Any] | None = None) -> str:
+        """The same numbers in the Prometheus text format (``GET /metrics?format=prometheus``),
+        with the Ray executor's counters when ``executor`` (``hwtp.rewards.executor_stats()``) has them."""
         snap = self.snapshot()
         lines = [
             "# TYPE hwtp_serve_requests_total counter",
@@ -115,6 +118,9 @@ class Metrics:
                 value = stats[f"p{q}_ms"]
                 if value is not None:
                     lines.append(f'hwtp_serve_latency_seconds{{route="{route}",quantile="0.{q}"}} {value / 1000:.6f}')
+        for key in RAY_COUNTERS:
+            if executor is not None and key in executor:
+                lines += [f"# TYPE hwtp_serve_ray_{key}_total counter", f"hwtp_serve_ray_{key}_total {executor[key]}"]
         return "\n".join(lines) + "\n"
 
 
