@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyslang
 
@@ -47,7 +48,7 @@ from hwtp.ci.runs import (
 )
 from hwtp.design import Design
 from hwtp.mutators.schemata import PLUSARG
-from hwtp.rtl import NO_OPTIONS, BuildOptions, compile_top, parse
+from hwtp.rtl import NO_OPTIONS, BuildOptions, compile_top, module_declarations, parse
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.runner import EvalStatus, log_tail
@@ -276,17 +277,47 @@ class Outcome:
     note: str         # one line: processes used, or why a process per mutant
 
 
+_SK = pyslang.syntax.SyntaxKind
+#: Blocks whose assignments hold state between evaluations (always_comb recomputes).
+_STATEFUL_BLOCKS = {_SK.AlwaysBlock, _SK.AlwaysFFBlock, _SK.AlwaysLatchBlock, _SK.InitialBlock}
+_WRITES = {_SK.AssignmentExpression, _SK.NonblockingAssignmentExpression}
+
+
+def _procedural_targets(trees: Sequence[Any], top: str) -> set[str]:
+    """Names the top module's always/initial blocks assign: the only output variables that hold
+    state. An output variable driven by ``assign`` or an instance port (``output logic`` in
+    SystemVerilog) is recomputed from the rest, like a net."""
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, pyslang.syntax.SyntaxNode) and node.kind in _WRITES:
+            token = node.left.getFirstToken()
+            if token is not None:
+                names.add(token.valueText)
+
+    for tree in trees:
+        for module in module_declarations(tree):
+            if module.header.name.valueText != top:
+                continue
+            for member in module.members:
+                if member.kind in _STATEFUL_BLOCKS:
+                    member.visit(visit)
+    return names
+
+
 def power_on_job(design: Design, options: BuildOptions = NO_OPTIONS) -> dict[str, object]:
     """What the shared process needs to restore power-on state (see :mod:`hwtp.ci.sharedtests`):
-    the top's output ports that hold state (variables, not nets: a simulator may not let them be
-    written, so they are checked after restoring), and the clock and reset it may pulse.
-    ``options``: the build's include folders, defines and parameters (the RTL is parsed as built)."""
+    the top's output ports that hold state (variables, not nets, that an always or initial block
+    assigns: a simulator may not let them be written, so they are checked after restoring), and
+    the clock and reset it may pulse. ``options``: the build's include folders, defines and
+    parameters (the RTL is parsed as built)."""
     _manager, trees = parse(design.sources, options)
     compilation = compile_top(trees, design.top, options)
+    stateful = _procedural_targets(trees, design.top)
     check = [port.name for inst in compilation.getRoot().topInstances if inst.name == design.top
              for port in inst.body.portList
              if getattr(port, "internalSymbol", None) is not None
-             and port.internalSymbol.kind != pyslang.ast.SymbolKind.Net]
+             and port.internalSymbol.kind != pyslang.ast.SymbolKind.Net and port.name in stateful]
     reset = None
     if design.clock is not None and design.reset is not None:
         reset = {"clock": design.clock.port, "port": design.reset.port, "active": design.reset.active_value,
