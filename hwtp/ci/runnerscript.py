@@ -153,7 +153,9 @@ class _Evaluator:
                 return function(*args, **kwargs)
             except (TypeError, ValueError) as exc:
                 raise self.fail(node, str(exc)) from exc
-        if isinstance(node.func, ast.Attribute) and not node.keywords:
+        imported = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id in self.aliases and node.func.value.id not in self.scope
+        if isinstance(node.func, ast.Attribute) and not node.keywords and not imported:
             base = self.eval(node.func.value)
             method = node.func.attr
             if isinstance(base, Path) and method in ("resolve", "absolute") and not node.args:
@@ -432,7 +434,7 @@ def read_runner_script(script: Path, root: Path) -> Detected | None:
                 reader.notes.append(f"{rel}:{line_b}: VHDL sources ({vhdl[0].name}...) are left out: "
                                     "hwtp mutates Verilog and SystemVerilog")
             fields["sources"] = tuple((script.parent / p).resolve() for p in paths if p not in vhdl)
-    elif calls.build is not None:
+    elif calls.build is not None and not any(u.key == "design.sources" for u in reader.unknown):
         reader.unknown.append(Unknown(rel, line_b, "runner.build has no sources", "design.sources"))
     top = build.get("hdl_toplevel", test.get("hdl_toplevel"))
     if top is not None and reader.expect(top, str, "hdl_toplevel", line_b or line_t, "design.top"):
@@ -462,7 +464,7 @@ def read_runner_script(script: Path, root: Path) -> Detected | None:
                                           "tests.modules"))
         else:
             fields["modules"] = tuple(modules)
-    elif calls.test is not None:
+    elif calls.test is not None and not any(u.key == "tests.modules" for u in reader.unknown):
         reader.unknown.append(Unknown(rel, line_t, "runner.test has no test_module", "tests.modules"))
     if "test_dir" in test and reader.expect(test["test_dir"], (str, Path), "test_dir", line_t, "tests.dir"):
         fields["test_dir"] = (script.parent / Path(test["test_dir"])).resolve()
