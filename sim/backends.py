@@ -54,7 +54,7 @@ def include_flags(options: BuildOptions) -> list[str]:
 def write_sources(folder: Path, sources: Sequence[SourceFile], headers: Sequence[SourceFile]) -> list[Path]:
     """Write ``sources`` and ``headers`` under ``folder/SOURCE_DIR`` (paths kept); return the
     sources' paths relative to ``folder`` (what the compiler is given)."""
-    out = []
+    out: list[Path] = []
     for src in (*sources, *headers):
         target = folder / SOURCE_DIR / src.path
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -160,7 +160,9 @@ def _matching(text: str, start: int, open_: str, close: str) -> int:
 
 def _split_args(text: str) -> list[str]:
     """Function arguments split at top-level commas."""
-    out, depth, current = [], 0, []
+    out: list[str] = []
+    current: list[str] = []
+    depth = 0
     for c in text:
         if c in "({":
             depth += 1

@@ -439,10 +439,12 @@ def read_runner_script(script: Path, root: Path) -> Detected | None:
     top = build.get("hdl_toplevel", test.get("hdl_toplevel"))
     if top is not None and reader.expect(top, str, "hdl_toplevel", line_b or line_t, "design.top"):
         fields["top"] = top
-    for key, yaml_key, convert, name in (("includes", "build.includes", _paths, "includes"),
-                                         ("defines", "build.defines", _pairs, "defines"),
-                                         ("parameters", "build.parameters", _pairs, "parameters"),
-                                         ("build_args", "build.args", _names, "args")):
+    conversions: tuple[tuple[str, str, Callable[[Any], list[Any] | None], str], ...] = (
+        ("includes", "build.includes", _paths, "includes"),
+        ("defines", "build.defines", _pairs, "defines"),
+        ("parameters", "build.parameters", _pairs, "parameters"),
+        ("build_args", "build.args", _names, "args"))
+    for key, yaml_key, convert, name in conversions:
         if key in build:
             value = convert(build[key])
             if value is None:

@@ -290,7 +290,7 @@ def _procedural_targets(trees: Sequence[Any], top: str) -> set[str]:
     names: set[str] = set()
 
     def visit(node: Any) -> None:
-        if isinstance(node, pyslang.syntax.SyntaxNode) and node.kind in _WRITES:
+        if isinstance(node, pyslang.syntax.BinaryExpressionSyntax) and node.kind in _WRITES:
             token = node.left.getFirstToken()
             if token is not None:
                 names.add(token.valueText)
