@@ -209,6 +209,11 @@ def _list(items: list[str]) -> str:
     return "[" + ", ".join(_q(i) for i in items) + "]"
 
 
+def _commented(line: str, comment: str) -> str:
+    """``line`` with ``comment`` at column 33 (or one space after a longer line)."""
+    return f"{line:<31} # {comment}"
+
+
 def render(f: Findings) -> str:
     """The commented starter file."""
     top = _q(f.top) if f.top else '""  # TODO: the top module your tests drive'
@@ -222,7 +227,7 @@ def render(f: Findings) -> str:
                else "  modules: []                  # TODO: your cocotb test modules, e.g. [test_top]")
     origin = (f"# Read from {f.origin} (your cocotb flow); check it against that file.\n" if f.origin else "")
     todo = "".join(f"# TODO not understood: {u}\n" for u in f.unknown)
-    test_dir = (f"  dir: {_q(f.test_dir)}            # the simulator's working folder (cocotb's test_dir)"
+    test_dir = (_commented(f"  dir: {_q(f.test_dir)}", "the simulator's working folder (cocotb's test_dir)")
                 if f.test_dir else "  # dir: sim_build             # the simulator's working folder (default: private)")
     test_filter = (f"  filter: {_q(f.test_filter)}" if f.test_filter
                    else '  # filter: "test_smoke.*"      # only the tests matching this regex (COCOTB_TEST_FILTER)')
@@ -246,18 +251,18 @@ design:
 
 tests:                          # modules: cocotb test modules (COCOTB_TEST_MODULES), in order
 {modules}
-  paths: {_list(f.paths)}      # folders put on PYTHONPATH
+{_commented(f"  paths: {_list(f.paths)}", "folders put on PYTHONPATH")}
 {test_dir}
 {test_filter}
 {env}
 {seed}
 
 build:
-  simulator: {f.simulator}          # or {"icarus" if f.simulator == "verilator" else "verilator"}
-  includes: {_list(f.includes)}           # include folders (`include "x.svh"), e.g. [include]
-  defines: {_mapping(f.defines)}            # preprocessor defines: NAME: VALUE
-  parameters: {_mapping(f.parameters)}         # the top module's parameters: NAME: VALUE (each simulator's own flag)
-  args: {_list(f.args)}               # extra simulator build arguments, e.g. ["-Wno-WIDTH"]
+{_commented(f"  simulator: {f.simulator}", "verilator or icarus")}
+{_commented(f"  includes: {_list(f.includes)}", 'include folders (`include "x.svh"), e.g. [include]')}
+{_commented(f"  defines: {_mapping(f.defines)}", "preprocessor defines: NAME: VALUE")}
+{_commented(f"  parameters: {_mapping(f.parameters)}", "the top module's parameters: NAME: VALUE")}
+{_commented(f"  args: {_list(f.args)}", 'extra simulator build arguments, e.g. ["-Wno-WIDTH"]')}
 
 mutation:
   n: 32                         # how many mutants (0: every mutable site)
