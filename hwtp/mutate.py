@@ -38,6 +38,7 @@ from hwtp.mutators.schemata import standalone
 from hwtp.mutators.site import Site
 from hwtp.mutators.sites import FRONTENDS, site_finder
 from hwtp.plan import Plan
+from hwtp.rtl import parse
 from hwtp.sim import procs
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, get_backend
 from hwtp.witness import WitnessConfig, find_witnesses
@@ -69,7 +70,7 @@ class MutationConfig:
     witness_timeout: float = 300.0  # wall-clock s for a whole witness search
     prefer_killable: bool = True  # over-sample 2x and keep provably killable mutants first
     simulator: str = DEFAULT_BACKEND  # the backend that lints every candidate (the one that will build them)
-    build: BuildOptions = NO_OPTIONS  # the design's own defines, parameters and arguments, for the lint
+    build: BuildOptions = NO_OPTIONS  # the design's own include folders, defines, parameters: for parse and lint
     formal: str = "off"  # Yosys miter: off | auto (unknowns, when Yosys is installed) | unknown | all (--formal)
     formal_depth: int = 20  # bounded-check cycles after reset (--formal-depth)
     formal_timeout: float = 10.0  # wall-clock s per mutant for the formal check (--formal-timeout)
@@ -97,7 +98,8 @@ def _find(design: Design, config: MutationConfig, operators: tuple[str, ...] | N
     chosen = select(names) if names else None
     sites: list[Site] = []
     for src in design.sources:
-        found = find_sites(src.text, src.path, operators=chosen, include_widths=config.include_widths)
+        found = find_sites(src.text, src.path, operators=chosen, include_widths=config.include_widths,
+                           options=config.build)
         if not names:
             found = [s for s in found if not s.equivalent]
         if config.lines:
@@ -159,7 +161,7 @@ def _lint_together(design: Design, candidates: list[Mutant], config: MutationCon
     return "cannot share the schemata build" if excluded else _lint(design, sources, config)
 
 
-def _keeps_shape(design: Design, site: Site) -> bool:
+def _keeps_shape(design: Design, site: Site, options: BuildOptions) -> bool:
     """True when the standalone text still parses as an expression exactly over the mutated
     guard span. A token swap across precedence levels (``a ^ b ^ c`` -> ``a | b ^ c``)
     re-parses as a different tree: the schemata would then simulate another mutant than the
@@ -169,7 +171,7 @@ def _keeps_shape(design: Design, site: Site) -> bool:
     text = standalone(design.source(site.file).text, [site])
     delta = len(site.standalone.encode()) - len(site.original.encode())
     want = (site.guard_start, site.guard_end + delta)
-    tree = pyslang.syntax.SyntaxTree.fromText(text)
+    _manager, (tree,) = parse([SourceFile(site.file, text)], options)
     found = False
 
     inner = want[0] < site.start and site.end + delta < want[1]  # an operator token inside the guard
@@ -199,7 +201,7 @@ def _validate(design: Design, candidates: list[Mutant], config: MutationConfig) 
     out: dict[str, Mutant] = {}
     for m in candidates:
         key = tuple(s.text for s in staged.sources_of(m))
-        if not all(_keeps_shape(design, s) for s in m.sites):
+        if not all(_keeps_shape(design, s, config.build) for s in m.sites):
             out[m.id] = replace(
                 m,
                 status=MutantStatus.REJECTED,

@@ -2,8 +2,14 @@
 
 Everything that touches pyslang's compilation API for designs lives here; the mutation
 engine (``hwtp.mutators``) walks the same syntax trees for its sites. Its records,
-:class:`SourceFile` (what goes in) and :class:`Port` (what comes out), are defined here and
-used through :mod:`hwtp.design`, which builds designs on this module (never the reverse).
+:class:`SourceFile` and :class:`BuildOptions` (what goes in) and :class:`Port` (what comes
+out), are defined here and used through :mod:`hwtp.design`, which builds designs on this
+module (never the reverse).
+
+Sources are parsed as the simulator will compile them: with the build's include folders (the
+header files they hold are :attr:`BuildOptions.headers`, given by text, so a parse never reads
+the disk), its defines and, when elaborating, its parameters. :func:`included_files` finds the
+headers on disk once, when a configuration is loaded.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import pyslang
@@ -30,6 +37,25 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class BuildOptions:
+    """What a build gets besides its sources and top, in no simulator's syntax: each backend
+    renders it into its own flags (:meth:`hwtp.sim.backends.Backend.arguments`), and pyslang
+    parses with the same include folders, defines and parameters."""
+
+    defines: tuple[tuple[str, str], ...] = ()     # preprocessor defines: NAME, VALUE
+    parameters: tuple[tuple[str, str], ...] = ()  # the top module's parameters: NAME, VALUE
+    args: tuple[str, ...] = ()                    # extra arguments in the backend's own syntax, as given
+    includes: tuple[str, ...] = ()                # include folders, relative to the sources' folder
+    headers: tuple[SourceFile, ...] = ()          # the files `include reaches (compiled only through it)
+
+
+#: No defines, parameters, arguments or include folders.
+NO_OPTIONS = BuildOptions()
+#: Where a parse places the sources and headers (pyslang resolves `include against it; nothing is read).
+_VIRTUAL_ROOT = PurePosixPath("/hwtp-sources")
+
+
+@dataclass(frozen=True)
 class Port:
     """A top-level port as the RTL declares it."""
 
@@ -42,11 +68,58 @@ class Port:
         return {"name": self.name, "direction": self.direction, "width": self.width, "signed": self.signed}
 
 
-def parse(sources: Sequence[SourceFile]) -> tuple[pyslang.SourceManager, list[Any]]:
-    """Parse every source into a syntax tree sharing one source manager."""
+def _preprocessor(includes: Sequence[str], defines: Sequence[tuple[str, str]]) -> pyslang.Bag:
+    options = pyslang.parsing.PreprocessorOptions()
+    options.additionalIncludePaths = list(includes)
+    options.predefines = [f"{name}={value}" for name, value in defines]
+    return pyslang.Bag([options])
+
+
+def parse(sources: Sequence[SourceFile], options: BuildOptions = NO_OPTIONS
+          ) -> tuple[pyslang.SourceManager, list[Any]]:
+    """Parse every source into a syntax tree sharing one source manager, with the include
+    folders, headers and defines of ``options`` (names in messages are the sources' paths)."""
     manager = pyslang.SourceManager()
-    trees = [pyslang.syntax.SyntaxTree.fromText(s.text, manager, s.path, s.path) for s in sources]
+    for header in options.headers:
+        manager.assignText(str(_VIRTUAL_ROOT / header.path), header.text)
+    bag = _preprocessor([str(_VIRTUAL_ROOT / inc) for inc in options.includes], options.defines)
+    trees = [pyslang.syntax.SyntaxTree.fromText(s.text, manager, s.path, str(_VIRTUAL_ROOT / s.path), bag)
+             for s in sources]
     return manager, trees
+
+
+def included_files(root: Path, sources: Sequence[SourceFile], includes: Sequence[str],
+                   defines: Sequence[tuple[str, str]]) -> tuple[SourceFile, ...]:
+    """The files the sources' `include directives reach (with ``defines`` set), read from under
+    ``root``, as the preprocessor finds them: next to the including file, then in ``includes``
+    (folders relative to ``root``). Raises :class:`DesignError` naming the directive's
+    file:line for an include not found or outside ``root``."""
+    manager = pyslang.SourceManager()
+    bag = _preprocessor([str(root / inc) for inc in includes], defines)
+    for src in sources:
+        tree = pyslang.syntax.SyntaxTree.fromText(src.text, manager, src.path, str(root / src.path), bag)
+        for diag in tree.diagnostics:
+            if diag.isError() and "include" in str(diag.code).lower():
+                loc = diag.location
+                where = f"{manager.getFileName(loc)}:{manager.getLineNumber(loc)}"
+                message = pyslang.DiagnosticEngine(manager).formatMessage(diag)
+                raise DesignError(f"{where}: {message} (searched next to the file and in the include folders: "
+                                  f"{', '.join(includes) or 'none'})")
+    own = {(root / s.path).resolve() for s in sources}
+    found: dict[str, SourceFile] = {}
+    for buffer in manager.getAllBuffers():
+        full = str(manager.getFullPath(buffer))
+        if not full.startswith("/"):
+            continue  # a macro expansion, not a file
+        path = Path(full).resolve()
+        if path in own:
+            continue
+        if not path.is_relative_to(root.resolve()):
+            raise DesignError(f"{path}: an included file outside {root}; the sources and their headers "
+                              f"must share one folder")
+        rel = path.relative_to(root.resolve()).as_posix()
+        found.setdefault(rel, SourceFile(rel, path.read_text(encoding="utf-8", errors="replace")))
+    return tuple(found[k] for k in sorted(found))
 
 
 def _errors(manager: pyslang.SourceManager, diagnostics: Any) -> list[str]:
@@ -64,9 +137,9 @@ def _errors(manager: pyslang.SourceManager, diagnostics: Any) -> list[str]:
     return out
 
 
-def check_syntax(sources: Sequence[SourceFile]) -> None:
+def check_syntax(sources: Sequence[SourceFile], options: BuildOptions = NO_OPTIONS) -> None:
     """Raise :class:`DesignError` with file:line:col for the first syntax error."""
-    manager, trees = parse(sources)
+    manager, trees = parse(sources, options)
     for tree in trees:
         errors = _errors(manager, tree.diagnostics)
         if errors:
@@ -74,20 +147,20 @@ def check_syntax(sources: Sequence[SourceFile]) -> None:
             raise DesignError(f"{errors[0]}{more}")
 
 
-def module_names(sources: Sequence[SourceFile]) -> list[str]:
+def module_names(sources: Sequence[SourceFile], options: BuildOptions = NO_OPTIONS) -> list[str]:
     """Names of the modules the sources declare, in order."""
-    check_syntax(sources)
-    _manager, trees = parse(sources)
+    check_syntax(sources, options)
+    _manager, trees = parse(sources, options)
     names: list[str] = []
     for tree in trees:
         names.extend(m.header.name.valueText for m in module_declarations(tree))
     return names
 
 
-def top_modules(sources: Sequence[SourceFile]) -> list[str]:
+def top_modules(sources: Sequence[SourceFile], options: BuildOptions = NO_OPTIONS) -> list[str]:
     """Modules that no other module instantiates (pyslang's top instances)."""
-    check_syntax(sources)
-    _manager, trees = parse(sources)
+    check_syntax(sources, options)
+    _manager, trees = parse(sources, options)
     compilation = pyslang.ast.Compilation()
     for tree in trees:
         compilation.addSyntaxTree(tree)
@@ -105,18 +178,25 @@ def module_declarations(tree: Any) -> list[Any]:
     return [m for m in root.members if m.kind == kind]
 
 
-def elaborate(sources: Sequence[SourceFile], top: str) -> tuple[Port, ...]:
-    """Elaborate ``top`` and return its ports, parameters resolved to their defaults."""
-    check_syntax(sources)
-    manager, trees = parse(sources)
-    options = pyslang.ast.CompilationOptions()
-    options.topModules = {top}
-    compilation = pyslang.ast.Compilation(pyslang.Bag([options]))
+def compile_top(trees: Sequence[Any], top: str, options: BuildOptions = NO_OPTIONS) -> Any:
+    """pyslang's compilation of ``trees`` with top module ``top`` and the parameters of ``options``."""
+    compilation_options = pyslang.ast.CompilationOptions()
+    compilation_options.topModules = {top}
+    compilation_options.paramOverrides = [f"{name}={value}" for name, value in options.parameters]
+    compilation = pyslang.ast.Compilation(pyslang.Bag([compilation_options]))
     for tree in trees:
         compilation.addSyntaxTree(tree)
+    return compilation
+
+
+def elaborate(sources: Sequence[SourceFile], top: str, options: BuildOptions = NO_OPTIONS) -> tuple[Port, ...]:
+    """Elaborate ``top`` and return its ports, parameters as ``options`` sets them (else their defaults)."""
+    check_syntax(sources, options)
+    manager, trees = parse(sources, options)
+    compilation = compile_top(trees, top, options)
     instances = [i for i in compilation.getRoot().topInstances if i.name == top]
     if not instances:
-        declared = ", ".join(module_names(sources)) or "none"
+        declared = ", ".join(module_names(sources, options)) or "none"
         raise DesignError(f"no module named {top!r} in the sources (modules: {declared})")
     errors = _errors(manager, compilation.getAllDiagnostics())
     if errors:
@@ -156,14 +236,15 @@ ESCAPING_CALLS: dict[str, str] = {
 _VERILATOR_C = re.compile(r"^\$c(?:pure)?\d*$")  # Verilator's $c(...): C++ pasted into the model
 
 
-def escaping_calls(sources: Sequence[SourceFile]) -> list[tuple[str, int, str, str]]:
+def escaping_calls(sources: Sequence[SourceFile], options: BuildOptions = NO_OPTIONS
+                   ) -> list[tuple[str, int, str, str]]:
     """Calls in the RTL that run commands or host code, or write files: (file, line, name, why).
 
     Found on pyslang's syntax tree, so comments and strings never match and a call written
     through a macro is reported at the line that uses the macro. DPI imports count as calls
     (an imported C function such as libc's ``system`` runs as the user).
     """
-    manager, trees = parse(sources)
+    manager, trees = parse(sources, options)
     found: list[tuple[str, int, str, str]] = []
     system_identifier = pyslang.parsing.TokenKind.SystemIdentifier
     dpi_import = pyslang.syntax.SyntaxKind.DPIImport

@@ -38,6 +38,7 @@ from hwtp.mutators.operators import select
 from hwtp.mutators.pv_match import Matcher, MatchError
 from hwtp.mutators.site import Site
 from hwtp.mutators.sites import OperatorSpec, collect_sites
+from hwtp.rtl import NO_OPTIONS, BuildOptions
 
 Node = Any  # pyverilog AST nodes
 
@@ -47,15 +48,19 @@ MISSING = "the pyverilog front end needs pyverilog, an optional extra: pip insta
 
 
 def find_sites_pyverilog(text: str, path: str, operators: OperatorSpec = None,
-                         include_widths: bool = False) -> list[Site]:
+                         include_widths: bool = False, options: BuildOptions = NO_OPTIONS) -> list[Site]:
     """Like :func:`hwtp.mutators.sites.find_sites`, with pyverilog as the parser.
 
     Raises :class:`DesignError` when pyverilog cannot parse ``text`` and
-    :class:`MutantError` for ``include_widths`` or a construct this frontend cannot map.
+    :class:`MutantError` for ``include_widths``, include folders or defines (``options``), or a
+    construct this frontend cannot map.
     """
     if include_widths:
         raise MutantError("the pyverilog frontend does not support include_widths; "
                           "use hwtp.mutators.sites.find_sites")
+    if options.includes or options.headers or options.defines:
+        raise MutantError("the pyverilog frontend does not take include folders or defines; "
+                          "use the pyslang frontend")
     chosen = select(operators)
     ast = parse(text, path)
     ctx = SiteContext(text, path, tree=ast)

@@ -19,27 +19,29 @@ from hwtp.mutators.context import SiteContext
 from hwtp.mutators.operators import select
 from hwtp.mutators.site import Site
 from hwtp.mutators.slang_index import index_tree
+from hwtp.rtl import NO_OPTIONS, BuildOptions, SourceFile, parse
 
 OperatorSpec = Iterable[str | Operator] | None
-SiteFinder = Callable[..., list[Site]]  # (text, path, operators=..., include_widths=...) -> sites
+SiteFinder = Callable[..., list[Site]]  # (text, path, operators=..., include_widths=..., options=...) -> sites
 
 #: The front ends ``hwtp mutate --frontend`` accepts; the first is the default.
 FRONTENDS = ("pyslang", "pyverilog")
 
 
 def find_sites(text: str, path: str, operators: OperatorSpec = None,
-               include_widths: bool = False) -> list[Site]:
+               include_widths: bool = False, options: BuildOptions = NO_OPTIONS) -> list[Site]:
     """Every site of ``operators`` (names, families or operator objects; default all) in
     the Verilog ``text`` of file ``path``, sorted by (start, operator, replacement).
 
     Constant contexts (parameters, declaration ranges, replication counts, case labels, loop
     headers) and left-hand sides are never mutated; ``include_widths`` lets the ``constant``
     family change literals in parameter values and declaration ranges (standalone mutants
-    only: a schemata build cannot guard a width). Raises :class:`DesignError` when the text
-    does not parse.
+    only: a schemata build cannot guard a width). The text is preprocessed with the include
+    folders, headers and defines of ``options`` (the build's); text from macros and included
+    files is not mutated. Raises :class:`DesignError` when the text does not parse.
     """
     chosen = select(operators)
-    tree = pyslang.syntax.SyntaxTree.fromText(text, pyslang.SourceManager(), path, path)
+    _manager, (tree,) = parse([SourceFile(path, text)], options)
     errors = [d for d in tree.diagnostics if d.isError()]
     if errors:
         raise DesignError(f"{path}: {len(errors)} syntax error(s); first: "

@@ -6,6 +6,11 @@ blocks and function/task bodies the right-hand sides of ``=``/``<=``, ``if`` con
 ``case`` selectors. Everything else (parameters, declaration ranges, ports, instances,
 generate conditions and loop headers, case labels, event controls other than edges, delays)
 is skipped. Spans come from pyslang's source ranges, which are UTF-8 byte offsets.
+
+Only text of the file itself is indexed: a place with a token from a macro expansion or an
+included file (whose offsets are not this file's) is not one, nor is a module declared in an
+included file; an expression holding a macro use is skipped but its operands that hold none
+are still roots.
 """
 
 from __future__ import annotations
@@ -58,15 +63,33 @@ def _nodes(node: Node) -> list[Node]:
 
 
 def index_tree(ctx: SiteContext, tree: pyslang.syntax.SyntaxTree) -> None:
-    """Fill ``ctx`` from every module of ``tree``."""
-    indexer = _Indexer(ctx)
+    """Fill ``ctx`` from every module of ``tree`` that the file itself declares."""
+    indexer = _Indexer(ctx, tree.sourceManager)
     for module in module_declarations(tree):
-        indexer.module(module)
+        if indexer.own(module.header):
+            indexer.module(module)
 
 
 class _Indexer:
-    def __init__(self, ctx: SiteContext) -> None:
+    def __init__(self, ctx: SiteContext, manager: pyslang.SourceManager) -> None:
         self.ctx = ctx
+        self.manager = manager
+        self.plain = "`" not in ctx.text  # no directive at all: every token is the file's own
+
+    def own(self, node: Node) -> bool:
+        """True when every token of ``node`` is text of this file (no macro expansion, no
+        included file): its spans are then offsets into ``ctx.text``."""
+        if self.plain:
+            return True
+        manager = self.manager
+
+        def clean(item: Any) -> bool:
+            if isinstance(item, pyslang.parsing.Token):
+                loc = item.location
+                return bool(manager.isFileLoc(loc)) and not manager.isIncludedFileLoc(loc)
+            return all(clean(c) for c in item if c is not None)
+
+        return clean(node)
 
     # -- module level ---------------------------------------------------------------------
     def module(self, node: Node) -> None:
@@ -120,8 +143,36 @@ class _Indexer:
             if declarator.initializer is not None and node.kind == SK.NetDeclaration:
                 self.root(declarator.initializer.expr, "rhs", False)
 
+    def foreign(self, node: Node, sub: bool) -> None:
+        """A statement holding a macro use or included text: no statement site in it, only
+        the run-time expressions under it that hold neither (as right-hand sides)."""
+        kind = node.kind
+        if kind == SK.ExpressionStatement and node.expr.kind in _ASSIGNMENTS:
+            value = node.expr.right
+            self.root(value.expr if value.kind == SK.TimingControlExpression else value, "rhs", sub)
+        elif kind == SK.ConditionalStatement:
+            for condition in _nodes(node.predicate.conditions):
+                if condition.matchesClause is None:
+                    self.root(condition.expr, "rhs", sub)
+            self.statement(node.statement, sub)
+            if node.elseClause is not None:
+                self.statement(node.elseClause.clause, sub)
+        elif kind == SK.CaseStatement:
+            self.root(node.expr, "rhs", sub)
+            for item in _nodes(node.items):
+                self.statement(item.clause, sub)
+        elif kind in _BLOCKS:
+            for item in _nodes(node.items):
+                self.statement(item, sub)
+        elif kind in (SK.TimingControlStatement, *_LOOPS):
+            self.statement(node.statement, sub)
+
     def widths(self, node: Node) -> None:
         """Record the literals under ``node`` except replication counts."""
+        if not self.own(node):
+            for child in _nodes(node):
+                self.widths(child)
+            return
         if node.kind in _LITERALS:
             start, end = _span(node)
             self.ctx.width_literals.append(Expr("literal", start, end, start, end))
@@ -133,6 +184,9 @@ class _Indexer:
 
     # -- statements -----------------------------------------------------------------------
     def statement(self, node: Node, sub: bool) -> None:
+        if not self.own(node):
+            self.foreign(node, sub)
+            return
         kind = node.kind
         if kind == SK.ExpressionStatement:
             self.assignment(node, sub)
@@ -196,7 +250,24 @@ class _Indexer:
 
     # -- expressions ----------------------------------------------------------------------
     def root(self, node: Node, role: RootRole, sub: bool) -> None:
-        self.ctx.roots.append(Root(expr(node), role, sub))
+        if self.own(node):
+            self.ctx.roots.append(Root(expr(node), role, sub))
+            return
+        # a macro use inside: the operands that hold none are run-time expressions too
+        kind = node.kind
+        if kind == SK.ParenthesizedExpression:
+            operands = [node.expression]
+        elif isinstance(node, pyslang.syntax.BinaryExpressionSyntax) and kind not in _COMPOUND:
+            operands = [node.left, node.right]
+        elif isinstance(node, pyslang.syntax.PrefixUnaryExpressionSyntax) and kind not in _STEPS:
+            operands = [node.operand]
+        elif kind == SK.ConditionalExpression:
+            operands = [c.expr for c in _nodes(node.predicate.conditions) if c.matchesClause is None]
+            operands += [node.left, node.right]
+        else:
+            operands = []
+        for operand in operands:
+            self.root(operand, "rhs", sub)
 
 
 def expr(node: Node) -> Expr:

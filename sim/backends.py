@@ -29,6 +29,8 @@ import find_libpython
 from hwtp import env
 from hwtp.design import SourceFile
 from hwtp.errors import DesignError, ToolchainError
+from hwtp.rtl import NO_OPTIONS as NO_OPTIONS  # re-exported: the build options' home is hwtp.rtl
+from hwtp.rtl import BuildOptions as BuildOptions
 from hwtp.sim import procs, toolchain, verilated_runtime
 from hwtp.sim.toolchain import Probe
 
@@ -38,20 +40,28 @@ BUILD_ABI = "1"
 #: The backend hwtp builds and lints with unless told otherwise.
 DEFAULT_BACKEND = "verilator"
 _LINT_TIMEOUT_S = 120
+#: The folder, under the one a build or lint runs in, that holds the sources and headers
+#: (their paths kept): include folders are passed relative to it.
+SOURCE_DIR = "src"
 
 
-@dataclass(frozen=True)
-class BuildOptions:
-    """What a build gets besides its sources and top, in no simulator's syntax: each backend
-    renders it into its own flags (:meth:`Backend.arguments`)."""
-
-    defines: tuple[tuple[str, str], ...] = ()     # preprocessor defines: NAME, VALUE
-    parameters: tuple[tuple[str, str], ...] = ()  # the top module's parameters: NAME, VALUE
-    args: tuple[str, ...] = ()                    # extra arguments in the backend's own syntax, as given
+def include_flags(options: BuildOptions) -> list[str]:
+    """``-I`` per include folder, as every simulator here spells it, relative to the folder the
+    compiler runs in (the sources are under :data:`SOURCE_DIR` there)."""
+    return [f"-I{SOURCE_DIR}/{inc}" if inc not in ("", ".") else f"-I{SOURCE_DIR}" for inc in options.includes]
 
 
-#: No defines, parameters or arguments.
-NO_OPTIONS = BuildOptions()
+def write_sources(folder: Path, sources: Sequence[SourceFile], headers: Sequence[SourceFile]) -> list[Path]:
+    """Write ``sources`` and ``headers`` under ``folder/SOURCE_DIR`` (paths kept); return the
+    sources' paths relative to ``folder`` (what the compiler is given)."""
+    out: list[Path] = []
+    for src in (*sources, *headers):
+        target = folder / SOURCE_DIR / src.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(src.text, encoding="utf-8")
+        if len(out) < len(sources):
+            out.append(target.relative_to(folder))
+    return out
 
 
 class Backend(Protocol):
@@ -132,17 +142,13 @@ def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Pa
         raise ToolchainError(f"{what} failed (exit code {proc.returncode}): {first.strip()} (full log: {log})")
 
 
-def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], environ: dict[str, str],
-              error: re.Pattern[str]) -> str | None:
-    """Write ``sources`` to a temporary folder, run ``argv`` + their paths there, and return
-    None when it exits 0, else its first line matching ``error`` (paths made relative)."""
+def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
+              environ: dict[str, str], error: re.Pattern[str]) -> str | None:
+    """Write ``sources`` (and the headers of ``options``) to a temporary folder as a build has
+    them, run ``argv`` + their paths there, and return None when it exits 0, else its first line
+    matching ``error`` (paths made relative)."""
     with procs.tempdir("lint") as tmp:
-        paths = []
-        for src in sources:
-            path = Path(tmp) / src.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(src.text, encoding="utf-8")
-            paths.append(str(path))
+        paths = [str(p) for p in write_sources(Path(tmp), sources, options.headers)]
         try:
             out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
                             env=environ, cwd=tmp)
@@ -151,7 +157,8 @@ def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], env
     if out.returncode == 0:
         return None
     errors = [ln for ln in (out.stderr + out.stdout).splitlines() if error.search(ln)]
-    return (errors[0].strip() if errors else f"{what} lint failed").replace(tmp + "/", "")
+    first = errors[0].strip() if errors else f"{what} lint failed"
+    return re.sub(rf"(?<![\w./-]){SOURCE_DIR}/", "", first.replace(f"{tmp}/", ""))
 
 
 @dataclass(frozen=True)
@@ -165,14 +172,15 @@ class VerilatorBackend:
         return f"verilator-{tool.version_text}-cocotb-{_cocotb_version()}-abi{BUILD_ABI}"
 
     def arguments(self, top: str, options: BuildOptions) -> list[str]:
-        return [*options.args, *(f"-D{k}={v}" for k, v in options.defines),
+        return [*options.args, *include_flags(options), *(f"-D{k}={v}" for k, v in options.defines),
                 *(f"-G{k}={v}" for k, v in options.parameters)]
 
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         tool = toolchain.find_verilator()
         argv = [str(tool.executable), "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", top,
                 *self.arguments(top, options)]
-        return _run_lint("Verilator", argv, sources, toolchain.simulator_environment(tool), re.compile("%Error"))
+        return _run_lint("Verilator", argv, sources, options, toolchain.simulator_environment(tool),
+                         re.compile("%Error"))
 
     def probe(self) -> Probe:
         try:
@@ -274,12 +282,12 @@ class IcarusBackend:
         return f"icarus-{self._version()}-cocotb-{_cocotb_version()}-abi{BUILD_ABI}"
 
     def arguments(self, top: str, options: BuildOptions) -> list[str]:
-        return [*options.args, *(f"-D{k}={v}" for k, v in options.defines),
+        return [*options.args, *include_flags(options), *(f"-D{k}={v}" for k, v in options.defines),
                 *(f"-P{top}.{k}={v}" for k, v in options.parameters)]
 
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         argv = [self._exe("iverilog"), "-g2012", "-t", "null", "-s", top, *self.arguments(top, options)]
-        return _run_lint("Icarus", argv, sources, env.base_environment(), re.compile(r"error", re.IGNORECASE))
+        return _run_lint("Icarus", argv, sources, options, env.base_environment(), re.compile(r"error", re.IGNORECASE))
 
     def probe(self) -> Probe:
         try:

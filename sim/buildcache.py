@@ -1,7 +1,7 @@
 """The build cache: one simulator build per content hash, shared across runs and processes.
 
-The key covers the sources (names and text), the top module, the build options (as the
-backend renders them) and the toolchain fingerprint. A build happens under an exclusive file
+The key covers the sources and headers (names and text), the top module, the build options
+(as the backend renders them) and the toolchain fingerprint. A build happens under an exclusive file
 lock, in a private folder (``.tmp-PID-NAME-*`` next to the cache entries) that is renamed into place, in one
 atomic step, only once it is complete: a build folder in the cache is always finished, and
 an interrupted build leaves nothing another process would use or delete under a running
@@ -25,7 +25,7 @@ from pathlib import Path
 from hwtp import env
 from hwtp.design import SourceFile
 from hwtp.sim import procs
-from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions
+from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
 
 _MARKER = "hwtp-build.json"
 
@@ -48,6 +48,9 @@ def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options
     for src in sources:
         h.update(f"\0{src.path}\0{len(src.text)}\0".encode())
         h.update(src.text.encode())
+    for header in options.headers:
+        h.update(f"\0header\0{header.path}\0{len(header.text)}\0".encode())
+        h.update(header.text.encode())
     return h.hexdigest()
 
 
@@ -77,12 +80,7 @@ def ensure_build(
         work = Path(tempfile.mkdtemp(prefix=f".tmp-{os.getpid()}-{folder.name}-", dir=base))
         try:
             work.chmod(0o755)
-            paths = []
-            for src in sources:
-                target = work / "src" / src.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(src.text, encoding="utf-8")
-                paths.append(target.relative_to(work))
+            paths = write_sources(work, sources, options.headers)
             backend.build(paths, top, work, options)
             seconds = time.perf_counter() - start
             (work / _MARKER).write_text(

@@ -13,9 +13,10 @@ name ``file:line: field: what is wrong`` and how to fix it. Every field also has
       clock: {port: clk, period_ns: 10}            # optional; used by hwtp export-tests
       reset: {port: rst_n, active: low, cycles: 2}  # optional; used by hwtp export-tests
     tests:
-      modules: [test_sat_counter]   # cocotb test modules (COCOTB_TEST_MODULES)
+      modules: [test_sat_counter]   # cocotb test modules (COCOTB_TEST_MODULES); tests.test_x in a package
       paths: [tests]                # folders put on PYTHONPATH (default: this folder)
-    build: {args: [], defines: {}, parameters: {}, simulator: verilator}
+      dir: sim_build                # the simulator's working folder (cocotb's test_dir; default: a private one)
+    build: {args: [], defines: {}, parameters: {}, includes: [include], simulator: verilator}
     mutation: {n: 32, operators: [], seed: 0}
     timeout: 60                     # wall-clock seconds per mutant (default: automatic)
     jobs: 2
@@ -46,7 +47,7 @@ from hwtp.design import (
     reset_from,
 )
 from hwtp.errors import ConfigError, DesignError
-from hwtp.rtl import elaborate, module_names
+from hwtp.rtl import elaborate, included_files, module_names
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, backend_names
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -57,8 +58,8 @@ _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
     (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "shared", "timeouts_as", "run"),
     ("design",): ("folder", "sources", "top", "clock", "reset"),
-    ("tests",): ("modules", "paths", "filter", "env", "random_seed"),
-    ("build",): ("simulator", "args", "defines", "parameters"),
+    ("tests",): ("modules", "paths", "filter", "env", "random_seed", "dir"),
+    ("build",): ("simulator", "args", "defines", "parameters", "includes"),
     ("mutation",): ("n", "operators", "seed", "since"),
 }
 
@@ -78,8 +79,9 @@ class CiConfig:
     test_filter: str | None = None               # COCOTB_TEST_FILTER: regex of test names to run
     test_env: tuple[tuple[str, str], ...] = ()   # extra environment of the simulator process
     random_seed: int = 1                         # COCOTB_RANDOM_SEED: the same for golden and every mutant
+    test_dir: Path | None = None                 # the simulator's working folder (None: a private one per run)
     simulator: str = DEFAULT_BACKEND             # a backend of hwtp.sim.backends
-    build: BuildOptions = NO_OPTIONS             # defines, parameters, arguments: the backend renders them
+    build: BuildOptions = NO_OPTIONS             # defines, parameters, arguments, include folders and headers
     n: int | None = 32                           # how many mutants (None: every site)
     operators: tuple[str, ...] = ()              # operator families or names (empty: all bug-injecting)
     seed: int = 0                                # mutant selection seed
@@ -108,6 +110,8 @@ class CiConfig:
             raise ConfigError(f"{self.source}: build.simulator must be one of {', '.join(backend_names())}")
         if self.timeouts_as not in TIMEOUTS_AS:
             raise ConfigError(f"{self.source}: timeouts_as (--timeouts-as) must be one of {', '.join(TIMEOUTS_AS)}")
+        if self.design_folder is not None and (self.build.includes or self.build.headers):
+            raise ConfigError(f"{self.source}: build.includes: only with design.sources (not design.folder)")
 
     def load_design(self) -> Design:
         """The design under test (ports elaborated from the RTL)."""
@@ -125,12 +129,12 @@ class CiConfig:
                 raise DesignError(f"{self.source}: design.sources: cannot read {rel}: {exc.strerror}") from exc
         sources = tuple(texts)
         try:
-            ports = elaborate(sources, self.top)
+            ports = elaborate(sources, self.top, self.build)
         except DesignError as exc:
             if "no module named" in str(exc):
                 raise DesignError(f"{self.source}: design.top: {exc}") from exc
             raise
-        check_trusted(sources, self.root)
+        check_trusted((*sources, *self.build.headers), self.root)
         clock, reset = self.clock, self.reset
         if clock is None and reset is None:  # not configured: only export-tests needs them
             clock, reset = guess_controls(ports)
@@ -259,22 +263,41 @@ def _design(r: _Reader, root: Path) -> dict[str, Any]:
         top = design.get("top")
         if not isinstance(top, str) or not _IDENT.match(top):
             raise r.error(("design", "top"), "required: the name of the top module your tests drive")
-        declared = _declared_modules(root, rels)
-        if declared is not None and top not in declared:
-            raise r.error(("design", "top"), f"no module named {top!r} in design.sources "
-                                             f"(modules: {', '.join(declared) or 'none'})")
         out.update(sources=tuple(rels), top=top)
     out["clock"], out["reset"] = _clock_reset(r, design)
     return out
 
 
-def _declared_modules(root: Path, rels: list[str]) -> list[str] | None:
-    """Modules the sources declare; None when they cannot be read or parsed (reported with
-    its own file and line when the design is loaded)."""
+def _read_sources(root: Path, rels: tuple[str, ...]) -> tuple[SourceFile, ...] | None:
+    """The sources' text; None when one cannot be read (reported with its own file and line
+    when the design is loaded)."""
     try:
-        return module_names(tuple(SourceFile(rel, yamlio.decode_utf8((root / rel).read_bytes())) for rel in rels))
-    except (DesignError, yamlio.TextDecodeError, OSError):
+        return tuple(SourceFile(rel, yamlio.decode_utf8((root / rel).read_bytes())) for rel in rels)
+    except (yamlio.TextDecodeError, OSError):
         return None
+
+
+def _check_sources(r: _Reader, root: Path, fields: dict[str, Any]) -> None:
+    """Find the headers the sources include (into ``fields["build"]``) and check that
+    ``design.top`` is declared, both as the build will preprocess the sources."""
+    texts = _read_sources(root, fields["sources"])
+    if texts is None:
+        return
+    build: BuildOptions = fields["build"]
+    try:
+        headers = included_files(root, texts, build.includes, build.defines)
+    except DesignError as exc:
+        key = ("build", "includes") if build.includes else ("design", "sources")
+        raise r.error(key, f"{exc}; add the folder that holds it to build.includes") from exc
+    build = replace(build, headers=headers)
+    fields["build"] = build
+    try:
+        declared = module_names(texts, build)
+    except DesignError:
+        return  # a syntax error: reported with its file and line when the design is loaded
+    if fields["top"] not in declared:
+        raise r.error(("design", "top"), f"no module named {fields['top']!r} in design.sources "
+                                         f"(modules: {', '.join(declared) or 'none'})")
 
 
 def _tests(r: _Reader, root: Path) -> dict[str, Any]:
@@ -297,11 +320,33 @@ def _tests(r: _Reader, root: Path) -> dict[str, Any]:
         except re.error as exc:
             raise r.error(("tests", "filter"), f"not a valid regular expression: {exc}") from exc
     seed = r.number(("tests", "random_seed"), tests.get("random_seed", 1), int, 0)
+    test_dir = tests.get("dir")
+    if test_dir is not None and (not isinstance(test_dir, str) or not test_dir):
+        raise r.error(("tests", "dir"), "expected a folder (created when missing)")
     return {"test_modules": modules, "test_paths": paths, "test_filter": test_filter,
-            "test_env": r.pairs(("tests", "env"), tests.get("env"), names=False), "random_seed": seed}
+            "test_env": r.pairs(("tests", "env"), tests.get("env"), names=False), "random_seed": seed,
+            "test_dir": (root / test_dir).resolve() if test_dir else None}
 
 
-def _build_and_mutation(r: _Reader) -> dict[str, Any]:
+def _includes(r: _Reader, root: Path, value: Any) -> tuple[str, ...]:
+    """``build.includes``: folders inside ``root``, as paths relative to it."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise r.error(("build", "includes"), "expected a list of folders")
+    out = []
+    for i, rel in enumerate(value):
+        full = r.inside(("build", "includes", i), root, rel, "dir")
+        if not full.is_relative_to(root):
+            raise r.error(("build", "includes", i),
+                          f"{rel!r} is outside {root}; move {r.path.name} up to a common folder")
+        out.append(full.relative_to(root).as_posix() or ".")
+    return tuple(out)
+
+
+def _build_and_mutation(r: _Reader, root: Path) -> dict[str, Any]:
     build = r.section(("build",))
     mutation = r.section(("mutation",))
     simulator = build.get("simulator", DEFAULT_BACKEND)
@@ -318,7 +363,7 @@ def _build_and_mutation(r: _Reader) -> dict[str, Any]:
         "simulator": simulator,
         "build": BuildOptions(defines=r.pairs(("build", "defines"), build.get("defines"), names=True),
                               parameters=r.pairs(("build", "parameters"), build.get("parameters"), names=True),
-                              args=tuple(args)),
+                              args=tuple(args), includes=_includes(r, root, build.get("includes"))),
         "n": n or None, "operators": r.str_list(("mutation", "operators"), mutation.get("operators")),
         "seed": r.number(("mutation", "seed"), mutation.get("seed", 0), int), "since": since,
     }
@@ -334,7 +379,11 @@ def from_document(path: Path, located: yamlio.Located) -> CiConfig:
     fields: dict[str, Any] = {"root": root, "source": str(path)}
     fields.update(_design(r, root))
     fields.update(_tests(r, root))
-    fields.update(_build_and_mutation(r))
+    fields.update(_build_and_mutation(r, root))
+    if "sources" in fields:
+        _check_sources(r, root, fields)
+    elif fields["build"].includes:
+        raise r.error(("build", "includes"), "only with design.sources (a design folder has no include folders)")
     fields["timeout_s"] = r.number(("timeout",), data.get("timeout"), float, 0.001)
     jobs = r.number(("jobs",), data.get("jobs"), int, 1)
     if jobs is not None:

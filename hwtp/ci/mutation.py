@@ -356,7 +356,7 @@ def run_ci(
 
         # Ctrl-C or a failure: the runners start nothing more and stop what runs
         outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
-                              power_on=power_on_job(design), verify=verify, progress=told)
+                              power_on=power_on_job(design, config.build), verify=verify, progress=told)
         if note:
             note(outcome.note)
     results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index)) for m in valid)

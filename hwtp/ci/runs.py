@@ -106,17 +106,27 @@ def environment(build: Build, config: CiConfig, results: Path) -> dict[str, str]
     return environ
 
 
+def working_folder(config: CiConfig, own: Path) -> Path:
+    """Where the simulator process runs: ``tests.dir`` (made when missing), else ``own``, the
+    run's private folder. Results and logs always go to the private folder."""
+    if config.test_dir is None:
+        return own
+    config.test_dir.mkdir(parents=True, exist_ok=True)
+    return config.test_dir
+
+
 def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeout_s: float) -> Run:
     """Run the user's tests on state ``mutant`` (0 = golden) in a fresh simulator process,
     started, watched and killed by :mod:`hwtp.sim.procs` (so an interrupt stops it too)."""
-    workdir = workdir.resolve()  # the simulator runs in workdir: every path it gets is absolute
+    workdir = workdir.resolve()  # the simulator may run elsewhere (tests.dir): every path it gets is absolute
     workdir.mkdir(parents=True, exist_ok=True)
     results, log_path = workdir / "results.xml", workdir / "sim.log"
     argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}={mutant}"])
     log.debug("$ %s", shlex.join(argv))
     start = time.perf_counter()
     with log_path.open("w", encoding="utf-8") as out, procs.supervised(
-        argv, cwd=workdir, env=environment(build, config, results), stdout=out, stderr=subprocess.STDOUT
+        argv, cwd=working_folder(config, workdir), env=environment(build, config, results), stdout=out,
+        stderr=subprocess.STDOUT
     ) as proc:
         finished = procs.wait(proc, timeout_s)
     seconds = time.perf_counter() - start

@@ -29,16 +29,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyslang
 
 from hwtp import env
 from hwtp.ci import sharedtests
 from hwtp.ci.config import CiConfig
-from hwtp.ci.runs import Run, TestOutcome, TestStatus, environment, parse_results, run_of, run_tests
+from hwtp.ci.runs import (
+    Run,
+    TestOutcome,
+    TestStatus,
+    environment,
+    parse_results,
+    run_of,
+    run_tests,
+    working_folder,
+)
 from hwtp.design import Design
 from hwtp.mutators.schemata import PLUSARG
-from hwtp.rtl import parse
+from hwtp.rtl import NO_OPTIONS, BuildOptions, compile_top, module_declarations, parse
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.runner import EvalStatus, log_tail
@@ -48,6 +58,8 @@ SAMPLE = 4
 #: Wall-clock seconds a shared process may take to reach its first state (start-up, imports).
 STARTUP_S = 120.0
 _POLL_S = 0.1
+#: Folders under tests.paths that hold no test code (a project root may be on the path).
+_NOT_TESTS = frozenset({"__pycache__", "sim_build", "build", "venv", "site-packages", "node_modules"})
 _LOG_TAIL_LINES = 25
 
 
@@ -115,6 +127,7 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
                  power_on: dict[str, object] | None) -> tuple[list[Run | None], dict[int, list[str]]]:
     """Run ``states`` in one process: a Run per state (None for those it did not get to), and
     the states whose power-on state could not be restored, with the signals that differed."""
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     results, partial, log_path = folder / "results.xml", folder / "partial.xml", folder / "sim.log"
     environ = environment(build, config, results)
@@ -126,7 +139,7 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
     timed_out = False
     marks: list[_Mark] = []
     with log_path.open("w", encoding="utf-8") as out, procs.supervised(
-        argv, cwd=folder, env=environ, stdout=out, stderr=subprocess.STDOUT
+        argv, cwd=working_folder(config, folder), env=environ, stdout=out, stderr=subprocess.STDOUT
     ) as proc:
         seen_at = start  # host time the last mark was seen
         while not procs.wait(proc, _POLL_S):
@@ -209,11 +222,12 @@ def _why(what: str, shared: Run, alone: Run) -> str:
 
 def soundness_key(build: Build, config: CiConfig) -> str:
     """The build and everything of the testbench a verdict depends on (the tests' Python files)."""
-    h = hashlib.sha256(json.dumps([build.key, config.test_modules, config.test_filter,
-                                   config.test_env, config.random_seed, config.top]).encode())
+    h = hashlib.sha256(json.dumps([build.key, config.test_modules, config.test_filter, config.test_env,
+                                   config.random_seed, config.top, str(config.test_dir or "")]).encode())
     for folder in config.test_paths:
         for path in sorted(folder.rglob("*.py")):
-            if "__pycache__" not in path.parts:
+            parts = path.relative_to(folder).parts[:-1]
+            if not any(p.startswith(".") or p in _NOT_TESTS for p in parts):
                 h.update(f"\0{path.relative_to(folder)}\0".encode() + path.read_bytes())
     return h.hexdigest()
 
@@ -263,20 +277,47 @@ class Outcome:
     note: str         # one line: processes used, or why a process per mutant
 
 
-def power_on_job(design: Design) -> dict[str, object]:
-    """What the shared process needs to restore power-on state (see :mod:`hwtp.ci.sharedtests`):
-    the top's output ports that hold state (variables, not nets: a simulator may not let them be
-    written, so they are checked after restoring), and the clock and reset it may pulse."""
-    _manager, trees = parse(design.sources)
-    options = pyslang.ast.CompilationOptions()
-    options.topModules = {design.top}
-    compilation = pyslang.ast.Compilation(pyslang.Bag([options]))
+_SK = pyslang.syntax.SyntaxKind
+#: Blocks whose assignments hold state between evaluations (always_comb recomputes).
+_STATEFUL_BLOCKS = {_SK.AlwaysBlock, _SK.AlwaysFFBlock, _SK.AlwaysLatchBlock, _SK.InitialBlock}
+_WRITES = {_SK.AssignmentExpression, _SK.NonblockingAssignmentExpression}
+
+
+def _procedural_targets(trees: Sequence[Any], top: str) -> set[str]:
+    """Names the top module's always/initial blocks assign: the only output variables that hold
+    state. An output variable driven by ``assign`` or an instance port (``output logic`` in
+    SystemVerilog) is recomputed from the rest, like a net."""
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, pyslang.syntax.BinaryExpressionSyntax) and node.kind in _WRITES:
+            token = node.left.getFirstToken()
+            if token is not None:
+                names.add(token.valueText)
+
     for tree in trees:
-        compilation.addSyntaxTree(tree)
+        for module in module_declarations(tree):
+            if module.header.name.valueText != top:
+                continue
+            for member in module.members:
+                if member.kind in _STATEFUL_BLOCKS:
+                    member.visit(visit)
+    return names
+
+
+def power_on_job(design: Design, options: BuildOptions = NO_OPTIONS) -> dict[str, object]:
+    """What the shared process needs to restore power-on state (see :mod:`hwtp.ci.sharedtests`):
+    the top's output ports that hold state (variables, not nets, that an always or initial block
+    assigns: a simulator may not let them be written, so they are checked after restoring), and
+    the clock and reset it may pulse. ``options``: the build's include folders, defines and
+    parameters (the RTL is parsed as built)."""
+    _manager, trees = parse(design.sources, options)
+    compilation = compile_top(trees, design.top, options)
+    stateful = _procedural_targets(trees, design.top)
     check = [port.name for inst in compilation.getRoot().topInstances if inst.name == design.top
              for port in inst.body.portList
              if getattr(port, "internalSymbol", None) is not None
-             and port.internalSymbol.kind != pyslang.ast.SymbolKind.Net]
+             and port.internalSymbol.kind != pyslang.ast.SymbolKind.Net and port.name in stateful]
     reset = None
     if design.clock is not None and design.reset is not None:
         reset = {"clock": design.clock.port, "port": design.reset.port, "active": design.reset.active_value,

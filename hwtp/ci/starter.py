@@ -1,9 +1,12 @@
 """``hwtp ci init``: write a commented starter ``hwtp.yaml`` by looking at a project folder.
 
-It finds the RTL (``*.v``, ``*.sv``), the top module (a module no other module instantiates;
-a ``TOPLEVEL`` in a cocotb Makefile wins), the cocotb test modules (Python files with
-``@cocotb.test``; a Makefile's ``COCOTB_TEST_MODULES``/``MODULE`` wins) and guesses clock and
-reset from the top's port names. What it could not find is left as a TODO for the user.
+The project's own cocotb flow comes first: a runner script (``cocotb_tools.runner``; read by
+:mod:`hwtp.ci.runnerscript`, never run) or else a cocotb Makefile (:mod:`hwtp.ci.makefile`)
+gives sources, top, include folders, defines, parameters, build arguments, test modules and
+the simulator's working folder. What neither gives is found by looking: the RTL (``*.v``,
+``*.sv``), the top module (a module no other module instantiates), the cocotb test modules
+(Python files with ``@cocotb.test``); clock and reset are guessed from the top's port names.
+What could not be read is listed with its file:line and the key to fill in by hand.
 """
 
 from __future__ import annotations
@@ -13,19 +16,22 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hwtp.ci.detected import Detected, module_folder
+from hwtp.ci.makefile import read_makefile
+from hwtp.ci.runnerscript import is_runner_script, read_runner_script
 from hwtp.config import CONFIG_NAME
 from hwtp.design import Clock, Reset, SourceFile, guess_controls
 from hwtp.errors import ConfigError, DesignError
-from hwtp.rtl import elaborate, top_modules
+from hwtp.rtl import BuildOptions, elaborate, included_files, top_modules
 
 _SKIP_DIRS = {"sim_build", "build", "__pycache__", "node_modules", "venv", "site-packages", "dist"}
 _MAX_FILES = 2000
-_MAKE_VAR = re.compile(r"^\s*(?:export\s+)?([A-Z_]+)\s*[:?+]?=\s*(.*?)\s*$", re.MULTILINE)
+_NUMBER = re.compile(r"^-?[0-9]+$")
 
 
 @dataclass
 class Findings:
-    """What ``init`` found in the folder, and what it could not decide."""
+    """What ``init`` found in the folder, and what it could not decide (paths relative to it)."""
 
     sources: list[str] = field(default_factory=list)
     top: str | None = None
@@ -35,6 +41,17 @@ class Findings:
     clock: Clock | None = None
     reset: Reset | None = None
     notes: list[str] = field(default_factory=list)
+    origin: str | None = None          # the runner script or Makefile read, if any
+    includes: list[str] = field(default_factory=list)
+    defines: list[tuple[str, str]] = field(default_factory=list)
+    parameters: list[tuple[str, str]] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    simulator: str = "verilator"
+    test_dir: str | None = None
+    test_filter: str | None = None
+    random_seed: int | None = None
+    env: list[tuple[str, str]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # file:line: what; fill in KEY by hand
 
 
 def _files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
@@ -50,21 +67,85 @@ def _files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return out
 
 
-def _make_vars(root: Path) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for makefile in _files(root, ("",)):
-        if makefile.name != "Makefile":
-            continue
-        for name, value in _MAKE_VAR.findall(makefile.read_text(encoding="utf-8", errors="replace")):
-            found.setdefault(name, value)
-    return found
+def _depth_first(paths: list[Path], root: Path) -> list[Path]:
+    return sorted(paths, key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
 
 
-def _guess_controls(findings: Findings, sources: list[SourceFile]) -> None:
+def _detect(root: Path, python: list[Path]) -> Detected | None:
+    """The project's cocotb flow: its runner script, else its cocotb Makefile."""
+    for script in _depth_first(python, root):
+        if is_runner_script(script.read_text(encoding="utf-8", errors="replace")):
+            found = read_runner_script(script, root)
+            if found is not None:
+                return found
+    for makefile in _depth_first([p for p in _files(root, ("",)) if p.name in ("Makefile", "makefile",
+                                                                               "GNUmakefile")], root):
+        found = read_makefile(makefile, root)
+        if found is not None:
+            return found
+    return None
+
+
+def _relative(root: Path, paths: tuple[Path, ...], what: str, findings: Findings) -> list[str]:
+    out = []
+    for path in paths:
+        if path.is_relative_to(root):
+            out.append(path.relative_to(root).as_posix() or ".")
+        else:
+            findings.unknown.append(f"{findings.origin}: {what} {path} is outside {root}; run `hwtp ci init` in a "
+                                    "folder that holds it (paths in hwtp.yaml stay inside its folder)")
+    return out
+
+
+def _apply(root: Path, found: Detected, findings: Findings) -> None:
+    findings.origin = found.origin
+    findings.unknown += [str(u) for u in found.unknown]
+    findings.notes += list(found.notes)
+    if found.sources:
+        missing = [p for p in found.sources if not p.is_file()]
+        for path in missing:
+            findings.unknown.append(f"{found.origin}: source {path} does not exist; fix design.sources")
+        findings.sources = _relative(root, tuple(p for p in found.sources if p.is_file()), "source", findings)
+    findings.top = found.top
+    findings.modules = list(found.modules)
+    paths = []
+    for module in found.modules:
+        folder = module_folder(module, found.module_paths)
+        if folder is not None:
+            paths += _relative(root, (folder,), "test folder", findings)
+    findings.paths = list(dict.fromkeys(paths))
+    findings.includes = _relative(root, tuple(p for p in found.includes if p.is_dir()), "include folder", findings)
+    for path in found.includes:
+        if not path.is_dir():
+            findings.unknown.append(f"{found.origin}: include folder {path} does not exist; fix build.includes")
+    findings.defines = list(found.defines)
+    findings.parameters = list(found.parameters)
+    findings.args = list(found.args)
+    findings.simulator = found.simulator or "verilator"
+    if found.test_dir is not None:
+        rel = _relative(root, (found.test_dir,), "test folder", findings)
+        findings.test_dir = rel[0] if rel else None
+    findings.test_filter = found.test_filter
+    findings.random_seed = found.random_seed
+    findings.env = list(found.env)
+
+
+def _options(root: Path, findings: Findings, sources: list[SourceFile]) -> BuildOptions:
+    """The build options found, with the headers the sources include (none when they cannot be found)."""
+    try:
+        headers = included_files(root, sources, findings.includes, findings.defines)
+    except DesignError as exc:
+        findings.notes.append(f"{exc}; add the folder that holds it to build.includes")
+        headers = ()
+    return BuildOptions(defines=tuple(findings.defines), parameters=tuple(findings.parameters),
+                        includes=tuple(findings.includes), headers=headers)
+
+
+def _guess_controls(findings: Findings, sources: list[SourceFile], options: BuildOptions) -> None:
     if findings.top is None:
         return
     try:
-        ports = elaborate(sources, findings.top)
+        ports = elaborate(sources, findings.top, options)
     except DesignError as exc:
         findings.notes.append(f"could not read the ports of {findings.top}: {exc}")
         return
@@ -72,44 +153,65 @@ def _guess_controls(findings: Findings, sources: list[SourceFile]) -> None:
 
 
 def inspect(root: Path) -> Findings:
-    """Look at ``root`` for RTL, the top module and cocotb tests."""
+    """Look at ``root`` for its cocotb flow, RTL, the top module and cocotb tests."""
+    root = root.resolve()
     findings = Findings()
-    rtl = _files(root, (".v", ".sv"))
-    if not rtl:
-        raise ConfigError(f"{root}: no Verilog (*.v, *.sv) found; run `hwtp ci init` in your project folder")
-    sources = [SourceFile(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8", errors="replace"))
-               for p in rtl]
-    findings.sources = [s.path for s in sources]
-    make = _make_vars(root)
+    python = _files(root, (".py",))
+    found = _detect(root, python)
+    if found is not None:
+        _apply(root, found, findings)
+    if not findings.sources:
+        rtl = _files(root, (".v", ".sv"))
+        if not rtl:
+            raise ConfigError(f"{root}: no Verilog (*.v, *.sv) found; run `hwtp ci init` in your project folder")
+        findings.sources = [p.relative_to(root).as_posix() for p in rtl]
+    sources = [SourceFile(rel, (root / rel).read_text(encoding="utf-8", errors="replace"))
+               for rel in findings.sources]
+    options = _options(root, findings, sources)
     try:
-        tops = top_modules(sources)
+        tops = top_modules(sources, options)
     except DesignError as exc:
         findings.notes.append(f"the RTL does not parse ({exc}); set design.top by hand")
         tops = []
-    wanted = make.get("COCOTB_TOPLEVEL") or make.get("TOPLEVEL")
-    if wanted and re.match(r"^[A-Za-z_]\w*$", wanted):
-        findings.top = wanted
-    elif tops:
+    if findings.top is None and tops:
         findings.top = tops[0]
     findings.other_tops = [t for t in tops if t != findings.top]
-    tests = [p for p in _files(root, (".py",))
-             if "cocotb.test" in p.read_text(encoding="utf-8", errors="replace")]
-    listed = make.get("COCOTB_TEST_MODULES") or make.get("MODULE")
-    names = [m for m in re.split(r"[,\s]+", listed or "") if re.match(r"^[A-Za-z_][\w.]*$", m)]
-    named_test = [p.stem for p in tests if p.stem.startswith("test")]
-    findings.modules = names or named_test or [p.stem for p in tests]
-    folders = {p.parent.relative_to(root).as_posix() or "." for p in tests if p.stem in findings.modules}
-    findings.paths = sorted(folders) or ["."]
+    if not findings.modules:
+        tests = [p for p in python if "cocotb.test" in p.read_text(encoding="utf-8", errors="replace")]
+        named_test = [p.stem for p in tests if p.stem.startswith("test")]
+        findings.modules = named_test or [p.stem for p in tests]
+        folders = {p.parent.relative_to(root).as_posix() or "." for p in tests if p.stem in findings.modules}
+        findings.paths = sorted(folders)
+    if not findings.paths:
+        findings.paths = ["."]
     if not findings.modules:
         findings.notes.append("no cocotb test module found (no .py file with @cocotb.test); "
                               "fill in tests.modules")
-    _guess_controls(findings, sources)
+    _guess_controls(findings, sources, options)
     return findings
 
 
 def _q(text: str) -> str:
     """A YAML scalar (JSON strings are valid YAML)."""
     return json.dumps(text)
+
+
+def _value(text: str) -> str:
+    """A define's or parameter's value: a number as a number, anything else as a string."""
+    return text if _NUMBER.match(text) else _q(text)
+
+
+def _mapping(pairs: list[tuple[str, str]]) -> str:
+    return "{" + ", ".join(f"{name}: {_value(value)}" for name, value in pairs) + "}"
+
+
+def _list(items: list[str]) -> str:
+    return "[" + ", ".join(_q(i) for i in items) + "]"
+
+
+def _commented(line: str, comment: str) -> str:
+    """``line`` with ``comment`` at column 33 (or one space after a longer line)."""
+    return f"{line:<31} # {comment}"
 
 
 def render(f: Findings) -> str:
@@ -123,14 +225,24 @@ def render(f: Findings) -> str:
              if f.reset else "  # reset: {port: rst_n, active: low, cycles: 2}")
     modules = (f"  modules: [{', '.join(_q(m) for m in f.modules)}]" if f.modules
                else "  modules: []                  # TODO: your cocotb test modules, e.g. [test_top]")
+    origin = (f"# Read from {f.origin} (your cocotb flow); check it against that file.\n" if f.origin else "")
+    todo = "".join(f"# TODO not understood: {u}\n" for u in f.unknown)
+    test_dir = (_commented(f"  dir: {_q(f.test_dir)}", "the simulator's working folder (cocotb's test_dir)")
+                if f.test_dir else "  # dir: sim_build             # the simulator's working folder (default: private)")
+    test_filter = (f"  filter: {_q(f.test_filter)}" if f.test_filter
+                   else '  # filter: "test_smoke.*"      # only the tests matching this regex (COCOTB_TEST_FILTER)')
+    seed = (f"  random_seed: {f.random_seed}" if f.random_seed is not None
+            else "  # random_seed: 1              # COCOTB_RANDOM_SEED: the same for golden and every mutant")
+    env = (f"  env: {{{', '.join(f'{_q(k)}: {_q(v)}' for k, v in f.env)}}}" if f.env
+           else '  # env: {MY_SETTING: "1"}    # extra environment variables for the simulator process')
     return f"""\
 # hwtp ci: mutation-test this project's cocotb testbench (written by `hwtp ci init`; edit freely).
 # hwtp injects bugs (mutants) into the design and runs your unchanged tests against each one;
 # the mutation score is the share of bugs your tests catch. Paths are relative to this file.
 # Run `hwtp ci` here; its options (-n, --min-score, --junit, ...) override these values.
-
+{origin}{todo}
 design:
-  sources:                      # RTL files of the design under test
+  sources:                      # RTL files of the design under test (mutated)
 {sources}
   top: {top}{others}
   # clock and reset are only used by `hwtp export-tests`; your tests drive them themselves.
@@ -139,16 +251,18 @@ design:
 
 tests:                          # modules: cocotb test modules (COCOTB_TEST_MODULES), in order
 {modules}
-  paths: [{", ".join(_q(p) for p in f.paths)}]      # folders put on PYTHONPATH
-  # filter: "test_smoke.*"      # only the tests matching this regex (COCOTB_TEST_FILTER)
-  # env: {{MY_SETTING: "1"}}    # extra environment variables for the simulator process
-  # random_seed: 1              # COCOTB_RANDOM_SEED: the same for golden and every mutant
+{_commented(f"  paths: {_list(f.paths)}", "folders put on PYTHONPATH")}
+{test_dir}
+{test_filter}
+{env}
+{seed}
 
 build:
-  simulator: verilator          # or icarus
-  args: []                      # extra simulator build arguments, e.g. ["-Wno-WIDTH"]
-  defines: {{}}                   # preprocessor defines: NAME: VALUE
-  parameters: {{}}                # the top module's parameters: NAME: VALUE (each simulator's own flag)
+{_commented(f"  simulator: {f.simulator}", "verilator or icarus")}
+{_commented(f"  includes: {_list(f.includes)}", 'include folders (`include "x.svh"), e.g. [include]')}
+{_commented(f"  defines: {_mapping(f.defines)}", "preprocessor defines: NAME: VALUE")}
+{_commented(f"  parameters: {_mapping(f.parameters)}", "the top module's parameters: NAME: VALUE")}
+{_commented(f"  args: {_list(f.args)}", 'extra simulator build arguments, e.g. ["-Wno-WIDTH"]')}
 
 mutation:
   n: 32                         # how many mutants (0: every mutable site)

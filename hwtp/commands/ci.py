@@ -184,13 +184,21 @@ def merge(ctx: click.Context, shard_reports: tuple[Path, ...], config_path: Path
 @click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path), default=".")
 @click.option("--force", is_flag=True, help="Overwrite an existing hwtp.yaml.")
 def init(folder: Path, force: bool) -> None:
-    """Write a commented starter hwtp.yaml for the project in FOLDER (default: here)."""
+    """Write a commented starter hwtp.yaml for the project in FOLDER (default: here).
+
+    Reads the project's cocotb runner script (cocotb_tools.runner; parsed, never run) or else
+    its cocotb Makefile; what they do not give is found by looking at the folder. Whatever could
+    not be read is printed with its file:line and the hwtp.yaml key to fill in by hand.
+    """
 
     path, found = write_starter(folder, force)
-    click.echo(f"wrote {path}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
+    origin = f" from {found.origin}" if found.origin else ""
+    click.echo(f"wrote {path}{origin}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
                f"tests {', '.join(found.modules) or '(none found)'}")
     for note in found.notes:
         click.echo(f"note: {note}")
+    for unknown in found.unknown:
+        click.echo(f"not understood: {unknown}")
     click.echo("check it, then run `hwtp ci`")
 
 

@@ -1,0 +1,392 @@
+"""Read a cocotb Makefile for ``hwtp ci init``: a small parser for the usual assignments.
+
+Understood: ``VAR = / := / ?= / += value`` (with ``export``/``override``), line continuations,
+comments, ``ifeq``/``ifneq``/``ifdef``/``ifndef``/``else``/``endif`` on variables it knows,
+``$(VAR)``/``${VAR}``, ``$(PWD)``, ``$(CURDIR)``, ``$(shell pwd)``, ``$(MAKEFILE_LIST)`` and the
+functions ``wildcard``, ``abspath``, ``realpath``, ``dir``, ``notdir``, ``addprefix``,
+``addsuffix``, ``firstword``, ``lastword``, and the ``include $(shell cocotb-config
+--makefiles)/Makefile.sim`` line. The variables read are cocotb's: ``VERILOG_SOURCES``,
+``TOPLEVEL``/``COCOTB_TOPLEVEL``, ``MODULE``/``COCOTB_TEST_MODULES``, ``COMPILE_ARGS`` and
+``EXTRA_ARGS`` (``+incdir+``, ``-I``, ``-D``, ``+define+``, ``-G``, ``-P<top>.``; other flags are
+kept as build arguments), ``SIM``, ``TESTCASE``/``COCOTB_TEST_FILTER``, ``COCOTB_RANDOM_SEED``
+and ``PYTHONPATH``. Anything else in a value that is used is an
+:class:`~hwtp.ci.detected.Unknown` with its file:line and the key to fill in. Nothing is run.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hwtp.ci.detected import SIMULATORS, Detected, Unknown
+
+_ASSIGN = re.compile(r"^(?:(?:export|override)\s+)*([A-Za-z_][A-Za-z0-9_.]*)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$")
+_CONDITIONAL = re.compile(r"^(ifeq|ifneq|ifdef|ifndef)\s*(.*)$")
+#: cocotb's defaults for what a Makefile usually leaves unset.
+_DEFAULTS = {"SIM": "icarus", "TOPLEVEL_LANG": "verilog"}
+#: Variables of the Makefile hwtp reads, and the hwtp.yaml key each gives.
+_KEYS = {"VERILOG_SOURCES": "design.sources", "TOPLEVEL": "design.top", "COCOTB_TOPLEVEL": "design.top",
+         "MODULE": "tests.modules", "COCOTB_TEST_MODULES": "tests.modules", "COMPILE_ARGS": "build",
+         "EXTRA_ARGS": "build", "SIM": "build.simulator", "TESTCASE": "tests.filter",
+         "COCOTB_TESTCASE": "tests.filter", "COCOTB_TEST_FILTER": "tests.filter",
+         "COCOTB_RANDOM_SEED": "tests.random_seed", "RANDOM_SEED": "tests.random_seed",
+         "PYTHONPATH": "tests.paths"}
+_UNUSED = {"VHDL_SOURCES": "VHDL sources are left out: hwtp mutates Verilog and SystemVerilog",
+           "SIM_ARGS": "run-time simulator arguments are not passed by hwtp ci",
+           "PLUSARGS": "plusargs are not passed by hwtp ci", "COCOTB_PLUSARGS": "plusargs are not passed by hwtp ci"}
+
+
+class _NotUnderstood(Exception):
+    pass
+
+
+@dataclass
+class _Var:
+    value: str
+    expanded: bool  # := (expanded at assignment) or = (at use)
+    line: int
+
+
+class _Make:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.folder = path.resolve().parent
+        self.vars: dict[str, _Var] = {}
+        self.cocotb = False
+
+    # -- expansion -------------------------------------------------------------------------
+    def expand(self, text: str, depth: int = 0) -> str:
+        if depth > 20:
+            raise _NotUnderstood("a variable that refers to itself")
+        out, i = [], 0
+        while i < len(text):
+            c = text[i]
+            if c != "$":
+                out.append(c)
+                i += 1
+                continue
+            nxt = text[i + 1] if i + 1 < len(text) else ""
+            if nxt == "$":
+                out.append("$")
+                i += 2
+            elif nxt in "({":
+                close = {"(": ")", "{": "}"}[nxt]
+                end = _matching(text, i + 1, nxt, close)
+                out.append(self.reference(text[i + 2:end], depth))
+                i = end + 1
+            elif nxt.isalnum() or nxt == "_":
+                out.append(self.variable(nxt, depth))
+                i += 2
+            else:
+                raise _NotUnderstood(f"`{text[i:i + 2]}`")
+        return "".join(out)
+
+    def variable(self, name: str, depth: int) -> str:
+        if name in ("PWD", "CURDIR"):
+            return str(self.folder)
+        if name == "MAKEFILE_LIST":
+            return str(self.path.resolve())
+        var = self.vars.get(name)
+        if var is None:
+            return _DEFAULTS.get(name, "")
+        return var.value if var.expanded else self.expand(var.value, depth + 1)
+
+    def reference(self, inner: str, depth: int) -> str:
+        match = re.match(r"^([a-z]+)\s+(.*)$", inner, re.DOTALL)
+        if not match:
+            return self.variable(self.expand(inner, depth + 1).strip(), depth)
+        function, rest = match.group(1), match.group(2)
+        if function == "shell":
+            command = rest.strip()
+            if command == "pwd":
+                return str(self.folder)
+            if command.startswith("cocotb-config"):
+                return "$(cocotb-config)"
+            raise _NotUnderstood(f"`$(shell {command})`")
+        args = [self.expand(a, depth + 1) for a in _split_args(rest)]
+        words = args[-1].split() if args else []
+        if function == "wildcard" and len(args) == 1:
+            found = []
+            for pattern in words:
+                full = pattern if os.path.isabs(pattern) else str(self.folder / pattern)
+                found += sorted(glob.glob(full))
+            return " ".join(found)
+        if function in ("abspath", "realpath") and len(args) == 1:
+            return " ".join(os.path.abspath(w if os.path.isabs(w) else self.folder / w) for w in words)
+        if function == "dir" and len(args) == 1:
+            return " ".join(os.path.dirname(w) + "/" if "/" in w else "./" for w in words)
+        if function == "notdir" and len(args) == 1:
+            return " ".join(os.path.basename(w) for w in words)
+        if function in ("firstword", "lastword") and len(args) == 1:
+            return (words[0] if function == "firstword" else words[-1]) if words else ""
+        if function in ("addprefix", "addsuffix") and len(args) == 2:
+            fix = args[0].strip()
+            return " ".join(fix + w if function == "addprefix" else w + fix for w in words)
+        raise _NotUnderstood(f"`$({function} ...)`")
+
+    # -- conditions ------------------------------------------------------------------------
+    def condition(self, kind: str, text: str) -> bool:
+        if kind in ("ifdef", "ifndef"):
+            name = self.expand(text).strip()
+            defined = bool(self.variable(name, 0)) if name in self.vars or name in _DEFAULTS else False
+            return defined if kind == "ifdef" else not defined
+        text = text.strip()
+        if text.startswith("(") and text.endswith(")"):
+            parts = _split_args(text[1:-1])
+        else:
+            parts = [p.strip("'\"") for p in shlex.split(text)]
+        if len(parts) != 2:
+            raise _NotUnderstood(f"`{kind} {text}`")
+        a, b = (self.expand(p).strip() for p in parts)
+        return (a == b) if kind == "ifeq" else (a != b)
+
+
+def _matching(text: str, start: int, open_: str, close: str) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_:
+            depth += 1
+        elif text[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    raise _NotUnderstood(f"an unclosed `$({text[start + 1:start + 20]}`")
+
+
+def _split_args(text: str) -> list[str]:
+    """Function arguments split at top-level commas."""
+    out: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for c in text:
+        if c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+    out.append("".join(current))
+    return out
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) with continuations joined and comments removed."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.startswith("\t") and not pending:
+            continue  # a recipe line
+        line = re.sub(r"(?<!\\)#.*$", "", raw)
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        out.append((start, (pending + line).strip()))
+        pending = ""
+    if pending:
+        out.append((start, pending.strip()))
+    return out
+
+
+@dataclass
+class _Flags:
+    includes: list[str]
+    defines: list[tuple[str, str]]
+    parameters: list[tuple[str, str]]
+    args: list[str]
+
+
+def _flags(words: list[str], top: str | None) -> _Flags:
+    """Compile arguments split into include folders, defines, parameters and the rest."""
+    out = _Flags([], [], [], [])
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("+incdir+"):
+            out.includes += [d for d in w[len("+incdir+"):].split("+") if d]
+        elif w == "-I" and i + 1 < len(words):
+            out.includes.append(words[i + 1])
+            i += 1
+        elif w.startswith("-I") and len(w) > 2:
+            out.includes.append(w[2:])
+        elif w.startswith("+define+"):
+            for d in w[len("+define+"):].split("+"):
+                if d:
+                    name, _, value = d.partition("=")
+                    out.defines.append((name, value))
+        elif w.startswith("-D") and len(w) > 2:
+            name, _, value = w[2:].partition("=")
+            out.defines.append((name, value))
+        elif w.startswith("-G") and "=" in w:
+            name, _, value = w[2:].partition("=")
+            out.parameters.append((name, value))
+        elif w.startswith("-P") and "=" in w and top and w[2:].startswith(f"{top}."):
+            name, _, value = w[2 + len(top) + 1:].partition("=")
+            out.parameters.append((name, value))
+        else:
+            out.args.append(w)
+        i += 1
+    return out
+
+
+def looks_like_cocotb(text: str) -> bool:
+    """Whether a Makefile looks like a cocotb one (worth parsing)."""
+    return "cocotb-config" in text or bool(re.search(r"^\s*(?:COCOTB_)?TOPLEVEL\s*[:?+]?=", text, re.MULTILINE))
+
+
+def read_makefile(path: Path, root: Path) -> Detected | None:
+    """What the cocotb Makefile ``path`` (under the project folder ``root``) builds and tests;
+    None when it does not look like a cocotb Makefile."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not looks_like_cocotb(text):
+        return None
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    make = _Make(path)
+    unknown: list[Unknown] = []
+    notes: list[str] = []
+    stack: list[tuple[bool, bool]] = []  # (this branch active, some branch of the chain taken)
+
+    def active() -> bool:
+        return all(a for a, _ in stack)
+
+    def evaluate(kind: str, rest: str, number: int) -> bool:
+        try:
+            return make.condition(kind, rest)
+        except _NotUnderstood as exc:
+            unknown.append(Unknown(rel, number, f"the condition {exc} is not evaluated (its first branch is "
+                                                "read)", "what the branches set"))
+            return True
+
+    for number, line in _logical_lines(text):
+        if not line:
+            continue
+        cond = _CONDITIONAL.match(line)
+        if cond:
+            taken = evaluate(cond.group(1), cond.group(2), number) if active() else False
+            stack.append((taken, taken))
+            continue
+        if line == "endif":
+            if stack:
+                stack.pop()
+            continue
+        if line.startswith("else"):
+            if not stack:
+                continue
+            _, done = stack.pop()
+            chained = _CONDITIONAL.match(line[4:].strip())
+            parent = all(a for a, _ in stack)
+            if chained and parent and not done:
+                taken = evaluate(chained.group(1), chained.group(2), number)
+            else:
+                taken = parent and not done and not chained
+            stack.append((taken, done or taken))
+            continue
+        if not active():
+            continue
+        if line.startswith(("include ", "-include ", "sinclude ")):
+            if "cocotb-config" in line and "makefiles" in line:
+                make.cocotb = True
+            else:
+                unknown.append(Unknown(rel, number, f"`{line}`: the included file is not read",
+                                       "what it sets"))
+            continue
+        assign = _ASSIGN.match(line)
+        if not assign:
+            continue  # a rule or a directive that sets no variable
+        name, op, value = assign.groups()
+        if op == "!=":
+            unknown.append(Unknown(rel, number, f"`{name} != ...` (a shell command)", _KEYS.get(name, name)))
+            continue
+        if op == "?=" and name in make.vars:
+            continue
+        if op in (":=", "::=", ":::="):
+            try:
+                make.vars[name] = _Var(make.expand(value), True, number)
+            except _NotUnderstood as exc:
+                make.vars[name] = _Var("", True, number)
+                if name in _KEYS:
+                    unknown.append(Unknown(rel, number, f"{name}: {exc} is not understood", _KEYS[name]))
+        elif op == "+=" and name in make.vars:
+            old = make.vars[name]
+            try:
+                added = make.expand(value) if old.expanded else value
+            except _NotUnderstood as exc:
+                unknown.append(Unknown(rel, number, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
+                continue
+            make.vars[name] = _Var(f"{old.value} {added}".strip(), old.expanded, number)
+        else:
+            make.vars[name] = _Var(value, False, number)
+
+    def get(name: str) -> str | None:
+        var = make.vars.get(name)
+        if var is None:
+            return None
+        try:
+            return var.value if var.expanded else make.expand(var.value)
+        except _NotUnderstood as exc:
+            unknown.append(Unknown(rel, var.line, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
+            return None
+
+    fields: dict[str, Any] = {}
+    sources = get("VERILOG_SOURCES")
+    if sources is not None:
+        fields["sources"] = tuple((make.folder / w).resolve() for w in sources.split())
+    elif "VERILOG_SOURCES" not in make.vars:
+        unknown.append(Unknown(rel, 0, "no VERILOG_SOURCES", "design.sources"))
+    top = get("COCOTB_TOPLEVEL") or get("TOPLEVEL")
+    if top:
+        fields["top"] = top.split()[0]
+    modules = get("COCOTB_TEST_MODULES") or get("MODULE")
+    if modules:
+        fields["modules"] = tuple(m for m in re.split(r"[,\s]+", modules) if m)
+    words: list[str] = []
+    for name in ("COMPILE_ARGS", "EXTRA_ARGS"):
+        value = get(name)
+        if value:
+            try:
+                words += shlex.split(value)
+            except ValueError:
+                unknown.append(Unknown(rel, make.vars[name].line, f"{name}: unbalanced quotes", "build.args"))
+    flags = _flags(words, fields.get("top"))
+    fields["includes"] = tuple((make.folder / d).resolve() for d in flags.includes)
+    fields["defines"] = tuple(flags.defines)
+    fields["parameters"] = tuple(flags.parameters)
+    fields["args"] = tuple(flags.args)
+    sim = get("SIM") or _DEFAULTS["SIM"]
+    if sim in SIMULATORS:
+        fields["simulator"] = sim
+    else:
+        notes.append(f"{rel}: SIM is {sim}; hwtp ci builds with Verilator (build.simulator)")
+    test_filter = get("COCOTB_TEST_FILTER")
+    testcase = get("COCOTB_TESTCASE") or get("TESTCASE")
+    if test_filter:
+        fields["test_filter"] = test_filter
+    elif testcase:
+        names = [n for n in re.split(r"[,\s]+", testcase) if n]
+        fields["test_filter"] = r"\.(" + "|".join(rf".*{re.escape(n)}" for n in names) + ")$"
+    seed = get("COCOTB_RANDOM_SEED") or get("RANDOM_SEED")
+    if seed:
+        if seed.isdigit():
+            fields["random_seed"] = int(seed)
+        else:
+            unknown.append(Unknown(rel, make.vars.get("COCOTB_RANDOM_SEED", make.vars.get("RANDOM_SEED",
+                                   _Var("", True, 0))).line, f"the random seed {seed!r} is not an integer",
+                                   "tests.random_seed"))
+    python_path = [p for p in (get("PYTHONPATH") or "").split(":") if p]
+    fields["module_paths"] = tuple(dict.fromkeys([make.folder, *((make.folder / p).resolve() for p in python_path)]))
+    fields["test_dir"] = make.folder  # make runs the simulator in the Makefile's folder
+    for name, why in _UNUSED.items():
+        if get(name):
+            notes.append(f"{rel}:{make.vars[name].line}: {name}: {why}")
+    if not make.cocotb:
+        notes.append(f"{rel}: no `include $(shell cocotb-config --makefiles)/Makefile.sim` line")
+    return Detected(rel, unknown=tuple(unknown), notes=tuple(notes), **fields)
