@@ -15,6 +15,7 @@ from typing import Any
 import pyslang
 
 from hwtp.mutators.context import (
+    Anchor,
     Assign,
     Case,
     CaseItem,
@@ -77,14 +78,16 @@ class _Indexer:
         for member in _nodes(node.members):
             self.member(member)
 
-    def member(self, node: Node) -> None:
+    def member(self, node: Node, scoped: bool = True) -> None:
+        """A module item; ``scoped`` is false for the bare item of a generate if/case/loop."""
         kind = node.kind
         if kind == SK.ContinuousAssign:
             for assignment in _nodes(node.assignments):
                 if assignment.kind == SK.AssignmentExpression:
-                    self.root(assignment.right, "rhs", False)
+                    self.root(assignment.right, "rhs", False, node, Span(*_span(assignment.left)), continuous=True,
+                              scoped=scoped)
         elif kind in _DECLARATIONS:
-            self.declaration(node)
+            self.declaration(node, scoped)
         elif kind in _PROCEDURAL:
             self.statement(node.statement, False)
         elif kind in _SUBROUTINES:
@@ -98,16 +101,17 @@ class _Indexer:
             for member in _nodes(node.members):
                 self.member(member)
         elif kind == SK.LoopGenerate:
-            self.member(node.block)
+            self.member(node.block, node.block.kind == SK.GenerateBlock)
         elif kind == SK.IfGenerate:
-            self.member(node.block)
+            self.member(node.block, node.block.kind == SK.GenerateBlock)
             if node.elseClause is not None:
-                self.member(node.elseClause.clause)
+                clause = node.elseClause.clause
+                self.member(clause, clause.kind == SK.GenerateBlock)
         elif kind == SK.CaseGenerate:
             for item in _nodes(node.items):
-                self.member(item.clause)
+                self.member(item.clause, item.clause.kind == SK.GenerateBlock)
 
-    def declaration(self, node: Node) -> None:
+    def declaration(self, node: Node, scoped: bool = True) -> None:
         """Ranges and parameter values are widths; a net's initializer is a continuous
         assignment; a variable's initial value is neither (skipped)."""
         if node.kind not in (SK.NetDeclaration, SK.DataDeclaration):
@@ -118,7 +122,10 @@ class _Indexer:
             for dimension in _nodes(declarator.dimensions):
                 self.widths(dimension)
             if declarator.initializer is not None and node.kind == SK.NetDeclaration:
-                self.root(declarator.initializer.expr, "rhs", False)
+                name = declarator.name.range
+                self.root(declarator.initializer.expr, "rhs", False, node,
+                          Span(name.start.offset, name.end.offset),
+                          continuous=True, scoped=scoped)
 
     def widths(self, node: Node) -> None:
         """Record the literals under ``node`` except replication counts."""
@@ -139,7 +146,7 @@ class _Indexer:
         elif kind == SK.ConditionalStatement:
             conditions = _nodes(node.predicate.conditions)
             if len(conditions) == 1 and conditions[0].matchesClause is None:
-                self.root(conditions[0].expr, "if", sub)
+                self.root(conditions[0].expr, "if", sub, node)
             self.statement(node.statement, sub)
             if node.elseClause is not None:
                 self.statement(node.elseClause.clause, sub)
@@ -165,11 +172,11 @@ class _Indexer:
         value = expr.right
         if value.kind == SK.TimingControlExpression:  # q <= #1 d: the value is d
             value = value.expr
-        self.root(value, "rhs", sub)
+        self.root(value, "rhs", sub, node, Span(*_span(expr.left)))
 
     def case(self, node: Node, sub: bool) -> None:
         """A case statement; only plain ones (no ``inside``/``matches``) get case sites."""
-        self.root(node.expr, "case", sub)
+        self.root(node.expr, "case", sub, node)
         items = []
         for item in _nodes(node.items):
             self.statement(item.clause, sub)
@@ -195,8 +202,13 @@ class _Indexer:
                                              edge.range.end.offset))
 
     # -- expressions ----------------------------------------------------------------------
-    def root(self, node: Node, role: RootRole, sub: bool) -> None:
-        self.ctx.roots.append(Root(expr(node), role, sub))
+    def root(self, node: Node, role: RootRole, sub: bool, holder: Node, lhs: Span | None = None,
+             continuous: bool = False, scoped: bool = True) -> None:
+        """A root expression ``node``, evaluated by statement (or module item) ``holder``."""
+        tree = expr(node)
+        self.ctx.roots.append(Root(tree, role, sub))
+        self.ctx.anchors.append(Anchor(Span(tree.outer_start, tree.outer_end), role, Span(*_span(holder)),
+                                       continuous, lhs, sub, scoped))
 
 
 def expr(node: Node) -> Expr:
