@@ -222,25 +222,28 @@ def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], lis
     return sources, excluded
 
 
-def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[int, str]]:
+def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[int, probes.Coverage]]:
     """The schemata sources with activation probes (:mod:`hwtp.mutators.probes`): the same
-    mutants at the same selector values as :func:`schemata_sources`, and for each mutant index
-    whose activation is not (or not fully) probed, why. A file whose probes do not fit its
-    schemata keeps its plain schemata (its mutants are then not probed)."""
+    mutants at the same selector values as :func:`schemata_sources`, and how each mutant index's
+    activation is measured. A file whose probes do not fit its schemata keeps its plain
+    schemata (its mutants are then not probed)."""
     plain, _excluded, valid = _schemata(mutant_set)
     out: list[SourceFile] = []
-    uncovered: dict[int, str] = {}
+    coverage: dict[int, probes.Coverage] = {}
     for src, rendered in zip(mutant_set.design.sources, plain, strict=True):
         pairs = [(m.index, s) for m in valid for s in m.sites if s.file == src.path]
         bodies = module_body_offsets(src.text, src.path)
         found = probes.plan(src.text, src.path, pairs, bodies, SELECTOR)
         try:
             out.append(SourceFile(src.path, render(src.text, pairs, bodies, found)))
-            uncovered.update(found.uncovered)
+            found_coverage = found.coverage
         except SchemataError:
             out.append(rendered)
-            uncovered.update({i: f"the probes of {src.path} do not fit its schemata" for i, _ in pairs})
-    return tuple(out), uncovered
+            found_coverage = {i: probes.Coverage("none", f"the probes of {src.path} do not fit its schemata")
+                              for i, _ in pairs}
+        for i, c in found_coverage.items():
+            coverage[i] = coverage[i].merge(c) if i in coverage else c
+    return tuple(out), coverage
 
 
 def write(mutant_set: MutantSet, outdir: Path) -> Path:

@@ -61,6 +61,30 @@ def flag_pattern(index: int) -> re.Pattern[str]:
     return re.compile(rf"{PREFIX}{index}(_c\d+)?")
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How a mutant's activation is measured: ``value`` (every edit's value is compared),
+    ``reached`` (a statement mutant: the statement ran), ``partial`` (some of its edits are not
+    probed) or ``none``; ``why``: why (some of) it is not probed."""
+
+    kind: str
+    why: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """A probe that did not fire proves the mutant was not activated."""
+        return self.kind in ("value", "reached")
+
+    def merge(self, other: Coverage) -> Coverage:
+        """The coverage of a mutant with edits in two files."""
+        kinds = {self.kind, other.kind}
+        if kinds <= {"value"}:
+            return self
+        if kinds <= {"value", "reached"}:
+            return Coverage("reached")
+        return Coverage("none" if kinds == {"none"} else "partial", self.why or other.why)
+
+
 @dataclass
 class FileProbes:
     """The probes of one source file, ready for :func:`hwtp.mutators.schemata.render`.
@@ -68,13 +92,13 @@ class FileProbes:
     ``statements``: procedural statement span -> the checks that go in front of it;
     ``after``: byte offset just past a continuous assignment -> the probe wires declared there;
     ``flags``: module body offset -> the probe registers that module declares;
-    ``uncovered``: mutant index -> why (some of) its activation is not probed.
+    ``coverage``: mutant index -> how its activation is measured.
     """
 
     statements: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     after: dict[int, list[str]] = field(default_factory=dict)
     flags: dict[int, list[int]] = field(default_factory=dict)
-    uncovered: dict[int, str] = field(default_factory=dict)
+    coverage: dict[int, Coverage] = field(default_factory=dict)
 
     def declarations(self, body: int) -> str:
         """The probe registers the module whose body starts at ``body`` declares."""
@@ -139,8 +163,10 @@ def plan(text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodie
     out = FileProbes()
     tree = pyslang.syntax.SyntaxTree.fromText(text, pyslang.SourceManager(), path, path)
     if any(d.isError() for d in tree.diagnostics):
-        out.uncovered.update({i: "its file does not parse for probing" for i, _ in mutants})
+        out.coverage.update({i: Coverage("none", "its file does not parse for probing") for i, _ in mutants})
         return out
+    kinds: dict[int, set[str]] = {}
+    why: dict[int, str] = {}
     ctx = SiteContext(text, path, tree=tree)
     index_tree(ctx, tree)
     data = ctx.data
@@ -149,10 +175,12 @@ def plan(text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodie
     grouped: dict[tuple[int, Anchor], list[Site]] = {}
     for index, site in mutants:
         anchor = _anchor_of(ctx.anchors, site)
-        why = _why_not(anchor, site, data)
-        if why is not None or anchor is None:
-            out.uncovered.setdefault(index, why or "not probed")
+        reason = _why_not(anchor, site, data)
+        if reason is not None or anchor is None:
+            kinds.setdefault(index, set()).add("none")
+            why.setdefault(index, reason or "not probed")
             continue
+        kinds.setdefault(index, set()).add("reached" if site.guard == "stmt" else "value")
         grouped.setdefault((index, anchor), []).append(site)
     wires = 0
     for (index, anchor), sites in grouped.items():
@@ -167,13 +195,19 @@ def plan(text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodie
             continue
         body = max((b for b in bodies if b <= anchor.statement.start), default=None)
         if body is None:
-            out.uncovered.setdefault(index, "its code is outside a module")
+            kinds[index].add("none")
+            why.setdefault(index, "its code is outside a module")
             continue
         span = (anchor.statement.start, anchor.statement.end)
         out.statements.setdefault(span, []).append(f"if ({guard}{condition}) {flag_name(index)} = $time;")
         flags = out.flags.setdefault(body, [])
         if index not in flags:
             flags.append(index)
+    for index, found in kinds.items():
+        if "none" in found:
+            out.coverage[index] = Coverage("none" if found == {"none"} else "partial", why[index])
+        else:
+            out.coverage[index] = Coverage("reached" if "reached" in found else "value")
     return out
 
 

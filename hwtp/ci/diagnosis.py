@@ -175,3 +175,43 @@ def summarize(observations: Sequence[Observation], detected: bool) -> Summary:
     first_a = next((o for o in observations if o.activated), None)
     first_p = next((o for o in observations if o.propagated), None)
     return Summary(activated, propagated, detected, first_a, first_p)
+
+
+#: Short labels (terminal table, JUnit message).
+LABELS = {
+    Diagnosis.WEAK_STIMULUS: "weak stimulus",
+    Diagnosis.NOT_PROPAGATED: "not propagated",
+    Diagnosis.WEAK_CHECKING: "weak checking",
+    Diagnosis.UNKNOWN: "unknown",
+}
+
+
+def _at(ns: float | None, test: str) -> str:
+    return f"at {ns:g} ns of {test}" if ns is not None else f"in {test}"
+
+
+def explain(summary: Summary | None, probe: str | None = None, unprobed: str | None = None) -> str:
+    """One sentence on why a survivor survived, with the first time and signal where known
+    (``probe``: how its activation was measured, :class:`hwtp.mutators.probes.Coverage`)."""
+    if summary is None:
+        return "unknown: the tests were not observed (diagnose: false, or the probed build failed)"
+    diagnosis = summary.diagnosis
+    activation = summary.first_activation
+    what = "its statement first ran" if probe == "reached" else "its code first computed a different value"
+    activated = (f"{what} {_at(activation.activated_ns, activation.test)}"
+                 if activation is not None and activation.activated else "")
+    if diagnosis == Diagnosis.WEAK_CHECKING:
+        first = summary.first_propagation
+        assert first is not None
+        return (f"weak checking: output {first.signal} first differed from golden "
+                f"{_at(first.propagated_ns, first.test)} and every test passed"
+                + (f" ({activated})" if activated else ""))
+    if diagnosis == Diagnosis.NOT_PROPAGATED:
+        return f"not propagated to an output: {activated or 'its code computed a different value'}, but no output " \
+               "differed from golden in any test (weak stimulus or observability)"
+    if diagnosis == Diagnosis.WEAK_STIMULUS:
+        return ("weak stimulus: no test ran its statement" if probe == "reached" else
+                "weak stimulus: no test made its code compute a different value")
+    if summary.activated and summary.propagated is None:
+        return f"unknown: {activated or 'activated'}, but its outputs could not be compared with golden's"
+    return f"unknown: {unprobed}" if unprobed else "unknown: activation was not measured"

@@ -30,12 +30,13 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
-from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, summarize
+from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, summarize
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants
 from hwtp.design import SourceFile
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
 from hwtp.mutantset import MutantClass, MutantStatus
+from hwtp.mutators.probes import Coverage
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import Build, ensure_build
@@ -88,6 +89,7 @@ class MutantResult:
     diff: str = ""  # unified diff against golden
     key: str = ""  # stable identity for the survivor baseline (hwtp.ci.baseline.identity)
     observations: tuple[Observation, ...] = ()  # per test: activated, propagated, detected
+    probe: str | None = None  # how activation is measured: value, reached, partial, none (None: not diagnosed)
     unprobed: str | None = None  # why activation is not (fully) measured for this mutant
 
     @property
@@ -117,6 +119,11 @@ class MutantResult:
         summary = self.summary
         return summary.diagnosis if summary is not None else Diagnosis.UNKNOWN
 
+    @property
+    def why(self) -> str:
+        """A survivor's diagnosis in one sentence, with the first time and signal where known."""
+        return explain(self.summary, self.probe, self.unprobed)
+
     def _diagnosis_dict(self) -> dict[str, Any]:
         summary = self.summary
         reached, diagnosis = self.reached, self.diagnosis
@@ -126,8 +133,10 @@ class MutantResult:
             "detected": self.status == Status.KILLED,
             "reached": reached.value if reached else None,
             "diagnosis": diagnosis.value if diagnosis else None,
+            "why": self.why if diagnosis else None,
             "first_activation": None,
             "first_propagation": None,
+            "probe": self.probe,
             "unprobed": self.unprobed,
             "tests": [o.as_dict() for o in self.observations],
         }
@@ -164,7 +173,7 @@ class MutantResult:
         return cls(d["id"], d["operator"], d["file"], int(d["line"]), int(d["col"]), d["original"],
                    d["replacement"], Status(d["status"]), float(d["seconds"]), tuple(d["killed_by"]),
                    d["reason"], d["golden_line"], d["mutant_line"], d["diff"], d["key"],
-                   tuple(Observation.from_dict(o) for o in d.get("tests", [])), d.get("unprobed"))
+                   tuple(Observation.from_dict(o) for o in d.get("tests", [])), d.get("probe"), d.get("unprobed"))
 
 
 @dataclass(frozen=True)
@@ -323,7 +332,7 @@ def _golden_problem(run: Run, config: CiConfig) -> str:
 
 
 def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Run | None,
-                   unprobed: str | None = None) -> MutantResult:
+                   coverage: Coverage | None = None) -> MutantResult:
     golden_text = mutant_set.design.source(m.file).text.splitlines()
     mutated = next(s for s in mutant_set.sources_of(m) if s.path == m.file).text.splitlines()
     g = golden_text[m.line - 1].strip() if m.line <= len(golden_text) else ""
@@ -354,21 +363,22 @@ def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Ru
         mutant_set.diff(m),
         baseline.identity(m.file, m.operator, m.original, m.replacement, golden_text, m.line, m.col),
         run.observed if run is not None else (),
-        unprobed,
+        coverage.kind if coverage else None,
+        coverage.why if coverage else None,
     )
 
 
 def _build(mutant_set: mutantset.MutantSet, config: CiConfig, cache_root: Path | None,
-           note: Callable[[str], None] | None) -> tuple[Build, dict[int, str] | None]:
+           note: Callable[[str], None] | None) -> tuple[Build, dict[int, Coverage] | None]:
     """The schemata build the tests run on: with activation probes when the run is diagnosed
-    (:mod:`hwtp.mutators.probes`), and the mutants whose activation the probes do not (fully)
-    measure, with why; the plain schemata (and None) when not diagnosed or when the probed
-    sources do not build (said through ``note``)."""
+    (:mod:`hwtp.mutators.probes`), and how each mutant's activation is measured; the plain
+    schemata (and None) when not diagnosed or when the probed sources do not build (said
+    through ``note``)."""
     backend = get_backend(config.simulator)
     if config.diagnose:
-        probed, unprobed = mutantset.probed_sources(mutant_set)
+        probed, coverage = mutantset.probed_sources(mutant_set)
         try:
-            return ensure_build(backend, probed, config.top, config.build, root=cache_root), unprobed
+            return ensure_build(backend, probed, config.top, config.build, root=cache_root), coverage
         except (DesignError, ToolchainError) as exc:
             if note:
                 note(f"the schemata with activation probes did not build, so survivors are not diagnosed: {exc}")
@@ -407,19 +417,20 @@ def run_ci(
         build=config.build,
     )
     mutant_set = engine.mutate(design, mutation)
-    build, unprobed = _build(mutant_set, config, cache_root, note)
+    build, coverage = _build(mutant_set, config, cache_root, note)
     valid = list(mutant_set.valid)
     if shard is not None:
         valid = valid[shard[0] - 1 :: shard[1]]
     to_run = [m for m in valid if m.klass != MutantClass.EQUIVALENT]
     with procs.tempdir("ci", workdir) as tmp:
         watch: Watch | None = None
-        if unprobed is not None:
+        if coverage is not None:
             outputs = tuple(p.name for p in design.outputs)
             watch = Watch(outputs, record=Path(tmp) / "golden" / "record")
         golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S, watch)
         if watch is not None:
-            watch = Watch(watch.outputs, golden=watch.record, uncovered=frozenset(unprobed or {}))
+            incomplete = frozenset(i for i, c in (coverage or {}).items() if not c.complete)
+            watch = Watch(watch.outputs, golden=watch.record, uncovered=incomplete)
         if golden.status != EvalStatus.PASS:
             raise TestbenchError(_golden_problem(golden, config))
         timeout_s = config.timeout_s or max(30.0, 10.0 * golden.seconds)
@@ -427,7 +438,7 @@ def run_ci(
             on_mutants(len(to_run))
         by_index = {m.index: m for m in to_run}
 
-        probes = unprobed or {}
+        probes = coverage or {}
 
         def told(index: int, run: Run) -> None:
             if progress:
