@@ -239,8 +239,9 @@ def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[
             found_coverage = found.coverage
         except SchemataError:
             out.append(rendered)
-            found_coverage = {i: probes.Coverage("none", f"the probes of {src.path} do not fit its schemata")
-                              for i, _ in pairs}
+            found_coverage = {
+                i: probes.Coverage("none", f"the probes of {src.path} do not fit its schemata") for i, _ in pairs
+            }
         for i, c in found_coverage.items():
             coverage[i] = coverage[i].merge(c) if i in coverage else c
     return tuple(out), coverage

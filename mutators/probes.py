@@ -43,11 +43,33 @@ from hwtp.mutators.slang_index import index_tree
 PREFIX = "hwtp_act_"
 
 #: System functions that read nothing but their arguments (calling them twice changes nothing).
-PURE_SYSTEM_FUNCTIONS = frozenset({
-    "signed", "unsigned", "clog2", "bits", "countones", "countbits", "onehot", "onehot0", "isunknown",
-    "size", "left", "right", "low", "high", "increment", "dimensions", "itor", "rtoi", "bitstoreal",
-    "realtobits", "time", "realtime", "stime",
-})
+PURE_SYSTEM_FUNCTIONS = frozenset(
+    {
+        "signed",
+        "unsigned",
+        "clog2",
+        "bits",
+        "countones",
+        "countbits",
+        "onehot",
+        "onehot0",
+        "isunknown",
+        "size",
+        "left",
+        "right",
+        "low",
+        "high",
+        "increment",
+        "dimensions",
+        "itor",
+        "rtoi",
+        "bitstoreal",
+        "realtobits",
+        "time",
+        "realtime",
+        "stime",
+    }
+)
 _SYSTEM_CALL = re.compile(r"(?<![\w$])\$(\w+)")
 
 
@@ -116,7 +138,7 @@ def _edited(data: bytes, lo: int, hi: int, sites: Sequence[Site]) -> str:
     """The text of ``[lo, hi)`` with ``sites``' edits applied (all inside the span)."""
     out = data[lo:hi]
     for site in sorted(sites, key=lambda s: s.start, reverse=True):
-        out = out[: site.start - lo] + site.standalone.encode("utf-8") + out[site.end - lo:]
+        out = out[: site.start - lo] + site.standalone.encode("utf-8") + out[site.end - lo :]
     return out.decode("utf-8")
 
 
@@ -128,15 +150,21 @@ def _condition(data: bytes, anchor: Anchor, sites: Sequence[Site]) -> str:
         return f"(((|({mutated})) === 1'b1) !== ((|({original})) === 1'b1))"
     if anchor.role == "rhs" and anchor.lhs is not None:
         # a zero of the target's width with the root's own signedness: the assignment's context
-        zero = f"$signed(({data[anchor.lhs.start:anchor.lhs.end].decode('utf-8')}) & 1'b0)"
+        zero = f"$signed(({data[anchor.lhs.start : anchor.lhs.end].decode('utf-8')}) & 1'b0)"
         return f"((({mutated}) + {zero}) !== (({original}) + {zero}))"
     return f"(({mutated}) !== ({original}))"
 
 
 def _anchor_of(anchors: Sequence[Anchor], site: Site) -> Anchor | None:
     if site.guard == "stmt":
-        return next((a for a in anchors if not a.continuous and a.statement.start == site.guard_start
-                     and a.statement.end == site.guard_end), None)
+        return next(
+            (
+                a
+                for a in anchors
+                if not a.continuous and a.statement.start == site.guard_start and a.statement.end == site.guard_end
+            ),
+            None,
+        )
     inside = [a for a in anchors if a.root.start <= site.guard_start and site.guard_end <= a.root.end]
     return min(inside, key=lambda a: a.root.end - a.root.start, default=None)
 
@@ -151,14 +179,15 @@ def _why_not(anchor: Anchor | None, site: Site, data: bytes) -> str | None:
     if anchor.continuous and not anchor.scoped:
         return "its assignment is a bare generate item"
     if site.guard == "expr":
-        call = _impure(data[anchor.root.start:anchor.root.end].decode("utf-8"))
+        call = _impure(data[anchor.root.start : anchor.root.end].decode("utf-8"))
         if call:
             return f"its expression calls {call}"
     return None
 
 
-def plan(text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequence[int],
-         selector: str) -> FileProbes:
+def plan(
+    text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequence[int], selector: str
+) -> FileProbes:
     """The probes of ``mutants`` (selector value, site) in the Verilog ``text`` of ``path``."""
     out = FileProbes()
     tree = pyslang.syntax.SyntaxTree.fromText(text, pyslang.SourceManager(), path, path)
@@ -191,7 +220,8 @@ def plan(text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodie
             name = f"{flag_name(index)}_c{wires}"
             wires += 1
             out.after.setdefault(anchor.statement.end, []).append(
-                f" wire {name} /*verilator public_flat_rw*/ = {guard}{condition};")
+                f" wire {name} /*verilator public_flat_rw*/ = {guard}{condition};"
+            )
             continue
         body = max((b for b in bodies if b <= anchor.statement.start), default=None)
         if body is None:
@@ -209,5 +239,3 @@ def plan(text: str, path: str, mutants: Sequence[tuple[int, Site]], module_bodie
         else:
             out.coverage[index] = Coverage("reached" if "reached" in found else "value")
     return out
-
-

@@ -65,7 +65,7 @@ def _regions(mutants: Sequence[tuple[int, Site]], probes: FileProbes | None = No
         key = (site.guard_start, site.guard_end, site.guard)
         region = by_span.setdefault(key, _Region(site.guard_start, site.guard_end, site.guard, [], []))
         region.mutants.append((index, site))
-    for (lo, hi), checks in (probes.statements.items() if probes else ()):
+    for (lo, hi), checks in probes.statements.items() if probes else ():
         by_span[(lo, hi, "probe")] = _Region(lo, hi, "probe", [], [], " ".join(checks))
     ordered = sorted(by_span.values(), key=lambda r: (r.lo, -r.hi, r.guard != "probe"))
     roots: list[_Region] = []
@@ -138,8 +138,9 @@ class _Renderer:
         return f"{keyword} (({flips}) ? ~({sig}) : ({sig}))"
 
 
-def render(text: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequence[int],
-           probes: FileProbes | None = None) -> str:
+def render(
+    text: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequence[int], probes: FileProbes | None = None
+) -> str:
     """The schemata source of one file.
 
     ``mutants`` pairs each site with its selector value (1..N; 0 is golden);
@@ -151,11 +152,14 @@ def render(text: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequen
     data = text.encode("utf-8")
     roots = _regions(mutants, probes)
     renderer = _Renderer(data)
-    inserts = [(cut, selector_declaration() + (probes.declarations(cut) if probes else ""))
-               for cut in sorted(set(module_bodies))]
+    inserts = [
+        (cut, selector_declaration() + (probes.declarations(cut) if probes else ""))
+        for cut in sorted(set(module_bodies))
+    ]
     if probes:
-        inserts = sorted([*inserts, *((at, "".join(wires)) for at, wires in probes.after.items())],
-                         key=lambda item: item[0])
+        inserts = sorted(
+            [*inserts, *((at, "".join(wires)) for at, wires in probes.after.items())], key=lambda item: item[0]
+        )
     pieces, pos = [], 0
     for region in roots:
         while inserts and inserts[0][0] <= region.lo:

@@ -52,8 +52,9 @@ def test_probes_cover_expressions_and_statements_and_say_what_they_leave_out() -
     pairs, found, probed = _probed(MODULE)
     kinds = {}
     for index, site in pairs:
-        kinds.setdefault((site.operator, MODULE.encode()[site.guard_start:site.guard_end].decode()),
-                         found.coverage[index])
+        kinds.setdefault(
+            (site.operator, MODULE.encode()[site.guard_start : site.guard_end].decode()), found.coverage[index]
+        )
     assert kinds[("arithmetic.add_to_sub", "a + b")].kind == "value"  # a continuous assignment: a wire
     assert kinds[("relational.lt_to_le", "a < b")].kind == "value"  # an if condition: before the if
     assert kinds[("arithmetic.sub_to_add", "a - b")].kind == "value"
@@ -67,18 +68,29 @@ def test_probes_cover_expressions_and_statements_and_say_what_they_leave_out() -
     plain = render(MODULE, pairs, module_body_offsets(MODULE, "t.v"))
     assert "hwtp_act_" not in plain and plain == render(MODULE, pairs, module_body_offsets(MODULE, "t.v"), None)
     add = next(i for i, s in pairs if s.operator == "arithmetic.add_to_sub" and s.line == 3)
-    assert re.search(rf"wire hwtp_act_{add}_c\d+ /\*verilator public_flat_rw\*/ = \({SELECTOR} == 32'd{add}\) && "
-                     rf"\(\(\(a - b\) \+ \$signed\(\(y\) & 1'b0\)\) !== \(\(a \+ b\) \+ ", probed)
+    assert re.search(
+        rf"wire hwtp_act_{add}_c\d+ /\*verilator public_flat_rw\*/ = \({SELECTOR} == 32'd{add}\) && "
+        rf"\(\(\(a - b\) \+ \$signed\(\(y\) & 1'b0\)\) !== \(\(a \+ b\) \+ ",
+        probed,
+    )
     lt = next(i for i, s in pairs if s.operator == "relational.lt_to_le")
-    assert f"if (({SELECTOR} == 32'd{lt}) && (((|(a <= b)) === 1'b1) !== ((|(a < b)) === 1'b1))) " \
-           f"hwtp_act_{lt} = $time;" in probed
+    assert (
+        f"if (({SELECTOR} == 32'd{lt}) && (((|(a <= b)) === 1'b1) !== ((|(a < b)) === 1'b1))) "
+        f"hwtp_act_{lt} = $time;" in probed
+    )
     assert f"reg [63:0] hwtp_act_{lt} /*verilator public_flat_rw*/;" in probed
     # the probed schemata is legal Verilog for the simulator (lint only: no build)
     assert get_backend("verilator").lint([SourceFile("t.v", probed)], "t", NO_OPTIONS) is None
 
 
-def _compare(golden: list[tuple[int, str, str]], start: dict[str, str], end: int,
-             changes: list[tuple[int, str, str]], mutant_end: int, cut: bool = False) -> _Compare:
+def _compare(
+    golden: list[tuple[int, str, str]],
+    start: dict[str, str],
+    end: int,
+    changes: list[tuple[int, str, str]],
+    mutant_end: int,
+    cut: bool = False,
+) -> _Compare:
     record = _Compare(None, {"q": "0", "tc": "1"})
     for t, name, value in golden:
         record.change(t, name, value)
@@ -94,8 +106,13 @@ def test_outputs_compare_per_time_step_with_golden() -> None:
     golden = [(0, "tc", "0"), (0, "tc", "1"), (10, "q", "1"), (20, "q", "2"), (20, "tc", "0")]
     same = _compare(golden, {"q": "0", "tc": "1"}, 30, [(10, "q", "1"), (20, "tc", "0"), (20, "q", "2")], 30)
     assert same.propagated is False  # start values settle with step 0; order within a step does not matter
-    glitch = _compare(golden, {"q": "0", "tc": "1"}, 30,
-                      [(10, "q", "1"), (15, "tc", "0"), (15, "tc", "1"), (20, "q", "2"), (20, "tc", "0")], 30)
+    glitch = _compare(
+        golden,
+        {"q": "0", "tc": "1"},
+        30,
+        [(10, "q", "1"), (15, "tc", "0"), (15, "tc", "1"), (20, "q", "2"), (20, "tc", "0")],
+        30,
+    )
     assert glitch.propagated is False  # back to the old value within the step: no change
     late = _compare(golden, {"q": "0", "tc": "1"}, 30, [(10, "q", "1"), (25, "q", "2")], 30)
     assert late.propagated and late.first == (20, "q")
@@ -107,15 +124,13 @@ def test_outputs_compare_per_time_step_with_golden() -> None:
     assert missing.first == (20, "q")  # golden changed q and tc at 20; this run did not
     shorter = _compare(golden, {"q": "0", "tc": "1"}, 30, [(10, "q", "1")], 15)
     assert shorter.propagated is False  # compared over the time both ran
-    cut = _compare(golden, {"q": "0", "tc": "1"}, 30, [(10, "q", "1"), (20, "q", "2"), (20, "tc", "0")], 40,
-                   cut=True)
+    cut = _compare(golden, {"q": "0", "tc": "1"}, 30, [(10, "q", "1"), (20, "q", "2"), (20, "tc", "0")], 40, cut=True)
     assert cut.propagated is None  # golden's record was cut: nothing known after it
 
 
 def test_diagnosis_of_a_survivor_from_its_tests() -> None:
     def obs(test: str, activated: bool | None, propagated: bool | None, ns: float | None = None) -> Observation:
-        return Observation(test, activated, 5.0 if activated else None, propagated, ns,
-                           "q" if propagated else None)
+        return Observation(test, activated, 5.0 if activated else None, propagated, ns, "q" if propagated else None)
 
     never = summarize([obs("t.a", False, False), obs("t.b", False, False)], False)
     assert never.diagnosis == Diagnosis.WEAK_STIMULUS and never.reached == Reached.NONE
@@ -127,8 +142,9 @@ def test_diagnosis_of_a_survivor_from_its_tests() -> None:
     unknown = summarize([obs("t.a", None, False)], False)
     assert unknown.diagnosis == Diagnosis.UNKNOWN
     assert explain(unknown, "none", "edge mutants are not probed") == "unknown: edge mutants are not probed"
-    assert explain(summarize([obs("t.a", False, False)], False), "reached") == \
-        "weak stimulus: no test ran its statement"
+    assert (
+        explain(summarize([obs("t.a", False, False)], False), "reached") == "weak stimulus: no test ran its statement"
+    )
     assert summarize([obs("t.a", True, True, 1.0)], True).reached == Reached.DETECTED
 
 
@@ -138,8 +154,10 @@ def test_reports_carry_the_diagnosis_and_round_trip(tmp_path: Path) -> None:
     survivor = next(m for m in report.mutants if m.status == Status.SURVIVED)
     from dataclasses import replace
 
-    report = replace(report, mutants=tuple(replace(m, observations=seen, probe="value")
-                                           if m is survivor else m for m in report.mutants))
+    report = replace(
+        report,
+        mutants=tuple(replace(m, observations=seen, probe="value") if m is survivor else m for m in report.mutants),
+    )
     data = next(m for m in report.as_dict()["mutants"] if m["id"] == survivor.id)
     assert data["diagnosis"] == "weak_checking" and data["reached"] == "propagated"
     assert data["first_propagation"] == {"test": "test_top.t", "time_ns": 12.5, "signal": "y"}
@@ -164,7 +182,7 @@ def test_diagnose_must_be_a_boolean(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- simulator tests
 
-NO_CHECK_TB = '''
+NO_CHECK_TB = """
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
@@ -189,12 +207,23 @@ async def exercises_everything(dut):
     await RisingEdge(dut.clk)
     await Timer(1, "ns")
     assert dut.q.value.is_resolvable  # the only check: nothing a mutant changes
-'''
+"""
 
 
 def _run(run_cli: Run_, root: Path, out: Path, *extra: str) -> dict[str, dict[str, Any]]:
-    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", *MUTANTS, "--json", out / "r.json",
-                              "--junit", out / "r.xml", "--markdown", out / "r.md", *extra)
+    code, text, err = run_cli(
+        "ci",
+        "--config",
+        root / "hwtp.yaml",
+        *MUTANTS,
+        "--json",
+        out / "r.json",
+        "--junit",
+        out / "r.xml",
+        "--markdown",
+        out / "r.md",
+        *extra,
+    )
     assert code == 0, text + err
     return {m["id"]: m for m in json.loads((out / "r.json").read_text())["mutants"]}
 
@@ -205,17 +234,25 @@ def _survivor(mutants: dict[str, dict[str, Any]], operator: str) -> dict[str, An
 
 @pytest.mark.sim
 def test_survivors_of_a_weak_testbench_say_whether_it_lacked_stimulus_or_checking(
-        tmp_path: Path, run_cli: Run_) -> None:
+    tmp_path: Path, run_cli: Run_
+) -> None:
     root = _project(tmp_path, folder=True)
     out = tmp_path / "shared"
     mutants = _run(run_cli, root, out)
     survivors = [m for m in mutants.values() if m["status"] == "survived"]
-    assert survivors and all(m["diagnosis"] in ("weak_stimulus", "not_propagated", "weak_checking")
-                             for m in survivors if m["probe"] != "none")
+    assert survivors and all(
+        m["diagnosis"] in ("weak_stimulus", "not_propagated", "weak_checking")
+        for m in survivors
+        if m["probe"] != "none"
+    )
     # counting down is never exercised: its mutant's code never computes another value
     down = _survivor(mutants, "arithmetic.sub_to_add")
-    assert (down["diagnosis"], down["reached"], down["activated"], down["propagated"]) == \
-        ("weak_stimulus", "none", False, False)
+    assert (down["diagnosis"], down["reached"], down["activated"], down["propagated"]) == (
+        "weak_stimulus",
+        "none",
+        False,
+        False,
+    )
     assert down["first_activation"] is None and all(t["activated"] is False for t in down["tests"])
     # tc is never checked: its mutants change tc, and the test passes
     tc = [m for m in survivors if m["operator"] == "relational.eq_to_ne"]
@@ -223,16 +260,20 @@ def test_survivors_of_a_weak_testbench_say_whether_it_lacked_stimulus_or_checkin
     first = tc[0]["first_propagation"]
     assert first["test"] == "test_weak.counts_up" and first["time_ns"] is not None
     assert tc[0]["first_activation"]["time_ns"] <= first["time_ns"]
-    assert all(m["reached"] == "detected" and m["diagnosis"] is None for m in mutants.values()
-               if m["status"] == "killed")
+    assert all(
+        m["reached"] == "detected" and m["diagnosis"] is None for m in mutants.values() if m["status"] == "killed"
+    )
     # the same sentences in JUnit and Markdown, with time and signal
-    failures = {c.get("name", "").split()[0]: c.find("failure")
-                for c in check_junit((out / "r.xml").read_text()).iter("testcase")}
+    failures = {
+        c.get("name", "").split()[0]: c.find("failure")
+        for c in check_junit((out / "r.xml").read_text()).iter("testcase")
+    }
     assert "survived (weak stimulus)" in failures[down["id"]].get("message", "")  # type: ignore[union-attr]
     weak_checking = failures[tc[0]["id"]]
     assert weak_checking is not None and "survived (weak checking)" in weak_checking.get("message", "")
-    assert f"output tc first differed from golden at {first['time_ns']:g} ns of test_weak.counts_up" in \
-        (weak_checking.text or "")
+    assert f"output tc first differed from golden at {first['time_ns']:g} ns of test_weak.counts_up" in (
+        weak_checking.text or ""
+    )
     md = (out / "r.md").read_text()
     assert "weak stimulus: no test made its code compute a different value" in md
     assert f"output tc first differed from golden at {first['time_ns']:g} ns" in md

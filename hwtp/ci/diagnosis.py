@@ -53,7 +53,7 @@ class Diagnosis(str, Enum):
 EXPLAINED = {
     Diagnosis.WEAK_STIMULUS: "weak stimulus: no test made the mutated code compute a different value",
     Diagnosis.NOT_PROPAGATED: "not propagated to an output: the mutated code computed a different value, "
-                              "but no output differed from golden (weak stimulus or observability)",
+    "but no output differed from golden (weak stimulus or observability)",
     Diagnosis.WEAK_CHECKING: "weak checking: an output differed from golden and the tests still passed",
     Diagnosis.UNKNOWN: "unknown: activation or propagation was not measured",
 }
@@ -73,14 +73,27 @@ class Observation:
     detected: bool = False  # the test failed
 
     def as_dict(self) -> dict[str, Any]:
-        return {"test": self.test, "activated": self.activated, "activated_ns": self.activated_ns,
-                "propagated": self.propagated, "propagated_ns": self.propagated_ns, "signal": self.signal,
-                "detected": self.detected}
+        return {
+            "test": self.test,
+            "activated": self.activated,
+            "activated_ns": self.activated_ns,
+            "propagated": self.propagated,
+            "propagated_ns": self.propagated_ns,
+            "signal": self.signal,
+            "detected": self.detected,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Observation:
-        return cls(str(d["test"]), d.get("activated"), d.get("activated_ns"), d.get("propagated"),
-                   d.get("propagated_ns"), d.get("signal"), bool(d.get("detected", False)))
+        return cls(
+            str(d["test"]),
+            d.get("activated"),
+            d.get("activated_ns"),
+            d.get("propagated"),
+            d.get("propagated_ns"),
+            d.get("signal"),
+            bool(d.get("detected", False)),
+        )
 
 
 @dataclass(frozen=True)
@@ -98,11 +111,20 @@ class Watch:
     def job(self, folder: Path, mutant: int, modules: Sequence[str], test_filter: str | None) -> Path:
         """Write the job file into ``folder``; its path (``$HWTP_CI_OBSERVE``)."""
         path = folder / JOB
-        path.write_text(json.dumps({
-            "outputs": list(self.outputs), "record": str(self.record) if self.record else None,
-            "golden": str(self.golden) if self.golden else None, "out": str(folder / OUT),
-            "mutant": mutant, "modules": list(modules), "filter": test_filter,
-        }), encoding="utf-8")
+        path.write_text(
+            json.dumps(
+                {
+                    "outputs": list(self.outputs),
+                    "record": str(self.record) if self.record else None,
+                    "golden": str(self.golden) if self.golden else None,
+                    "out": str(folder / OUT),
+                    "mutant": mutant,
+                    "modules": list(modules),
+                    "filter": test_filter,
+                }
+            ),
+            encoding="utf-8",
+        )
         return path
 
 
@@ -121,9 +143,16 @@ def read(folder: Path, watch: Watch) -> dict[int, list[Observation]]:
         activated = row.get("activated")
         if activated is False and int(row.get("mutant", 0)) in watch.uncovered:
             activated = None
-        out.setdefault(int(row.get("position", 0)), []).append(Observation(
-            str(row["test"]), activated, row.get("activated_ns") if activated else None, row.get("propagated"),
-            row.get("propagated_ns"), row.get("signal")))
+        out.setdefault(int(row.get("position", 0)), []).append(
+            Observation(
+                str(row["test"]),
+                activated,
+                row.get("activated_ns") if activated else None,
+                row.get("propagated"),
+                row.get("propagated_ns"),
+                row.get("signal"),
+            )
+        )
     return out
 
 
@@ -198,20 +227,29 @@ def explain(summary: Summary | None, probe: str | None = None, unprobed: str | N
     diagnosis = summary.diagnosis
     activation = summary.first_activation
     what = "its statement first ran" if probe == "reached" else "its code first computed a different value"
-    activated = (f"{what} {_at(activation.activated_ns, activation.test)}"
-                 if activation is not None and activation.activated else "")
+    activated = (
+        f"{what} {_at(activation.activated_ns, activation.test)}"
+        if activation is not None and activation.activated
+        else ""
+    )
     if diagnosis == Diagnosis.WEAK_CHECKING:
         first = summary.first_propagation
         assert first is not None
-        return (f"weak checking: output {first.signal} first differed from golden "
-                f"{_at(first.propagated_ns, first.test)} and every test passed"
-                + (f" ({activated})" if activated else ""))
+        return (
+            f"weak checking: output {first.signal} first differed from golden "
+            f"{_at(first.propagated_ns, first.test)} and every test passed" + (f" ({activated})" if activated else "")
+        )
     if diagnosis == Diagnosis.NOT_PROPAGATED:
-        return f"not propagated to an output: {activated or 'its code computed a different value'}, but no output " \
-               "differed from golden in any test (weak stimulus or observability)"
+        return (
+            f"not propagated to an output: {activated or 'its code computed a different value'}, but no output "
+            "differed from golden in any test (weak stimulus or observability)"
+        )
     if diagnosis == Diagnosis.WEAK_STIMULUS:
-        return ("weak stimulus: no test ran its statement" if probe == "reached" else
-                "weak stimulus: no test made its code compute a different value")
+        return (
+            "weak stimulus: no test ran its statement"
+            if probe == "reached"
+            else "weak stimulus: no test made its code compute a different value"
+        )
     if summary.activated and summary.propagated is None:
         return f"unknown: {activated or 'activated'}, but its outputs could not be compared with golden's"
     return f"unknown: {unprobed}" if unprobed else "unknown: activation was not measured"

@@ -225,9 +225,16 @@ class _Watch:
         for task in self.tasks:
             if not task.done():
                 task.cancel()
-        row: dict[str, Any] = {"position": self.position, "mutant": self.mutant, "test": self.fullname,
-                               "activated": None, "activated_ns": None,
-                               "propagated": None, "propagated_ns": None, "signal": None}
+        row: dict[str, Any] = {
+            "position": self.position,
+            "mutant": self.mutant,
+            "test": self.fullname,
+            "activated": None,
+            "activated_ns": None,
+            "propagated": None,
+            "propagated_ns": None,
+            "signal": None,
+        }
         if self.broken:
             row["broken"] = self.broken
             self.observer.write(row)
@@ -283,8 +290,10 @@ class Observer:
         assert self.record is not None
         path = self.record / record_name(fullname)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"test": fullname, "end": end, "cut": compare.full, "changes": compare.changes}),
-                       encoding="utf-8")
+        tmp.write_text(
+            json.dumps({"test": fullname, "end": end, "cut": compare.full, "changes": compare.changes}),
+            encoding="utf-8",
+        )
         os.replace(tmp, path)
 
     def start(self, dut: Any, state: tuple[int, int], fullname: str) -> _Watch | str:

@@ -321,7 +321,11 @@ def _source(file: str, roots: list[Path], mutants: list[dict[str, Any]]) -> list
 
 
 def _yes_no(value: Any) -> str:
-    return {True: "yes", False: "no"}.get(value, "unknown") if value is None or isinstance(value, bool) else str(value)
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def _stage_cells(m: dict[str, Any]) -> dict[str, str]:
