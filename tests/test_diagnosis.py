@@ -17,7 +17,6 @@ import pytest
 
 from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, explain, summarize
 from hwtp.ci.mutation import MutantResult, Status
-from hwtp.ci.observe import _Compare
 from hwtp.ci.reports import junit, markdown
 from hwtp.design import SourceFile
 from hwtp.errors import ConfigError
@@ -26,6 +25,7 @@ from hwtp.mutators.schemata import SELECTOR, render
 from hwtp.mutators.sites import find_sites
 from hwtp.rtl import module_body_offsets
 from hwtp.sim.backends import NO_OPTIONS, get_backend
+from hwtp.sim.outputs import Compare
 
 from .test_ci import MUTANTS, Run_, _fake_report, _project, check_junit
 
@@ -90,12 +90,12 @@ def _compare(
     changes: list[tuple[int, str, str]],
     mutant_end: int,
     cut: bool = False,
-) -> _Compare:
-    record = _Compare(None, {"q": "0", "tc": "1"})
+) -> Compare:
+    record = Compare(None, {"q": "0", "tc": "1"})
     for t, name, value in golden:
         record.change(t, name, value)
     record.end(end)
-    compare = _Compare({"changes": record.changes, "end": end, "cut": cut}, start)
+    compare = Compare({"changes": record.changes, "end": end, "cut": cut}, start)
     for t, name, value in changes:
         compare.change(t, name, value)
     compare.end(mutant_end)
@@ -301,3 +301,44 @@ def test_diagnosis_leaves_scores_unchanged(tmp_path: Path, run_cli: Run_) -> Non
     plain = _run(run_cli, root, tmp_path / "plain", "--no-diagnose")
     assert {i: m["status"] for i, m in probed.items()} == {i: m["status"] for i, m in plain.items()}
     assert all(m["diagnosis"] in (None, "unknown") and m["tests"] == [] for m in plain.values())
+
+
+CHECKS_SUM_ONLY = """tests:
+  - name: overflow_checks_sum_only
+    steps:
+      - drive: {a: 0x7f, b: 0x01}
+      - expect: {sum: 0x80}
+      - drive: {a: 0xff, b: 0x01, cin: 1}
+      - expect: {sum: 0x01}
+"""
+DRIVES_NOTHING = """tests:
+  - name: power_on_only
+    steps:
+      - expect: {sum: 0}
+"""
+
+
+@pytest.mark.sim
+def test_score_says_per_plan_and_mutant_how_far_it_got(tmp_path: Path, run_cli: Run_, mutated: Any) -> None:
+    mutated("adder_carry")
+    mutdir = mutated.root / "adder_carry"
+    for name, text in (("sum_only", CHECKS_SUM_ONLY), ("nothing", DRIVES_NOTHING)):
+        (tmp_path / f"{name}.yaml").write_text(text, encoding="utf-8")
+    args = ("score", mutdir, "--plans", tmp_path / "sum_only.yaml", "--plans", tmp_path / "nothing.yaml", "-j", "2")
+    code, out, err = run_cli(*args, "--json", tmp_path / "plain.json")
+    assert code == 0, out + err
+    code, out, err = run_cli(*args, "--json", tmp_path / "diag.json", "--diagnose")
+    assert code == 0, out + err
+    plain = json.loads((tmp_path / "plain.json").read_text())["results"]
+    diag = json.loads((tmp_path / "diag.json").read_text())["results"]
+    keys = ("plan", "state", "outcome", "reward", "ceiling", "detail")
+    assert [{k: r[k] for k in keys} for r in diag] == plain  # the probes change no reward
+    mutants = [r for r in diag if r["state"] != "golden"]
+    assert all(r["detected"] == (r["outcome"] == "detected") for r in mutants)
+    assert all(r["reached"] == "detected" for r in mutants if r["outcome"] == "detected")
+    assert all(r["tests"] and r["tests"][0]["test"] in ("overflow_checks_sum_only", "power_on_only") for r in mutants)
+    by_plan = {p: [r for r in mutants if r["plan"] == p and r["outcome"] == "passed"] for p in ("sum_only", "nothing")}
+    assert any(r["diagnosis"] == "weak_stimulus" and r["activated"] is False for r in by_plan["nothing"])
+    unchecked = [r for r in by_plan["sum_only"] if r["diagnosis"] == "weak_checking"]
+    assert unchecked and all(r["first_propagation"]["signal"] in ("cout", "overflow") for r in unchecked)
+    assert all(r["first_propagation"]["time_ns"] is not None for r in unchecked)

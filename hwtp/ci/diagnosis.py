@@ -253,3 +253,22 @@ def explain(summary: Summary | None, probe: str | None = None, unprobed: str | N
     if summary.activated and summary.propagated is None:
         return f"unknown: {activated or 'activated'}, but its outputs could not be compared with golden's"
     return f"unknown: {unprobed}" if unprobed else "unknown: activation was not measured"
+
+
+def fields(summary: Summary | None, detected: bool, observations: Sequence[Observation]) -> dict[str, Any]:
+    """The JSON fields of a (test or plan, mutant) pair's three stages (docs/formats.md)."""
+    out: dict[str, Any] = {
+        "activated": summary.activated if summary else None,
+        "propagated": summary.propagated if summary else None,
+        "detected": detected,
+        "first_activation": None,
+        "first_propagation": None,
+        "tests": [o.as_dict() for o in observations],
+    }
+    if summary and summary.first_activation and summary.first_activation.activated:
+        first = summary.first_activation
+        out["first_activation"] = {"test": first.test, "time_ns": first.activated_ns}
+    if summary and summary.first_propagation:
+        first = summary.first_propagation
+        out["first_propagation"] = {"test": first.test, "time_ns": first.propagated_ns, "signal": first.signal}
+    return out

@@ -30,7 +30,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
-from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, summarize
+from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, fields, summarize
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants
 from hwtp.design import SourceFile
@@ -125,28 +125,15 @@ class MutantResult:
         return explain(self.summary, self.probe, self.unprobed)
 
     def _diagnosis_dict(self) -> dict[str, Any]:
-        summary = self.summary
         reached, diagnosis = self.reached, self.diagnosis
-        out: dict[str, Any] = {
-            "activated": summary.activated if summary else None,
-            "propagated": summary.propagated if summary else None,
-            "detected": self.status == Status.KILLED,
+        return {
+            **fields(self.summary, self.status == Status.KILLED, self.observations),
             "reached": reached.value if reached else None,
             "diagnosis": diagnosis.value if diagnosis else None,
             "why": self.why if diagnosis else None,
-            "first_activation": None,
-            "first_propagation": None,
             "probe": self.probe,
             "unprobed": self.unprobed,
-            "tests": [o.as_dict() for o in self.observations],
         }
-        if summary and summary.first_activation and summary.first_activation.activated:
-            first = summary.first_activation
-            out["first_activation"] = {"test": first.test, "time_ns": first.activated_ns}
-        if summary and summary.first_propagation:
-            first = summary.first_propagation
-            out["first_propagation"] = {"test": first.test, "time_ns": first.propagated_ns, "signal": first.signal}
-        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -13,7 +13,7 @@ wrapper follows the design's output ports and the activation probes of the selec
   run compares as it goes and stops following once they differ. Values are compared once per
   time step (the last value of the step; a glitch back to the old value is no change), over the
   time both runs lasted; null when golden's record of the test is missing or was cut at
-  :data:`LIMIT` changes before a difference showed.
+  :data:`hwtp.sim.outputs.LIMIT` changes before a difference showed.
 
 The job (``$HWTP_CI_OBSERVE``, JSON) holds ``outputs`` (port names), ``out``, ``mutant`` (the
 selected state of a process per mutant) and ``record`` or ``golden`` (the folder of golden's
@@ -35,18 +35,11 @@ from typing import Any
 
 import cocotb
 from cocotb._decorators import Test, TestGenerator
-from cocotb.handle import ArrayObject, HierarchyObject, ValueObjectBase
 from cocotb.simtime import convert, get_sim_time
 
 from hwtp import env
-from hwtp.mutators.probes import PREFIX
-from hwtp.sim.harness import _Signal
-
-#: Output changes golden's record keeps per test; past them, later differences are unknown.
-LIMIT = 200_000
-_PROBE = re.compile(rf"{PREFIX}(\d+)(_c\d+)?")
-
-Entry = tuple[int, str, str]  # (time step since the test's start, port, value)
+from hwtp.sim.harness import _Signal, probe_signals
+from hwtp.sim.outputs import Compare
 
 
 def user_tests(modules: list[str], pattern: str | None) -> list[Test]:
@@ -72,100 +65,6 @@ def record_name(fullname: str) -> str:
     return hashlib.sha256(fullname.encode()).hexdigest()[:24] + ".json"
 
 
-def _probes(root: HierarchyObject) -> dict[int, list[tuple[_Signal, bool]]]:
-    """Every probe signal under ``root`` by mutant: (signal, is a wire that holds while active)."""
-    found: dict[int, list[tuple[_Signal, bool]]] = {}
-
-    def walk(handle: Any, depth: int) -> None:
-        for child in handle:
-            if isinstance(child, ValueObjectBase) and not isinstance(child, ArrayObject):
-                match = _PROBE.fullmatch(child._name)
-                if match:
-                    found.setdefault(int(match.group(1)), []).append((_Signal(child), match.group(2) is not None))
-            elif isinstance(child, HierarchyObject) and depth < 64:
-                try:
-                    walk(child, depth + 1)
-                except TypeError:
-                    continue
-
-    walk(root, 0)
-    return found
-
-
-class _Compare:
-    """Output changes of one test, settled per time step, checked against golden's as they come."""
-
-    def __init__(self, golden: dict[str, Any] | None, start: dict[str, str]) -> None:
-        self.golden: list[Entry] = [(int(t), str(n), str(v)) for t, n, v in golden["changes"]] if golden else []
-        self.golden_end: int | None = int(golden["end"]) if golden else None
-        self.cut: bool = bool(golden and golden["cut"])
-        self.current: dict[str, str] = {}
-        self.pending = dict(start)  # the values at the test's start settle with the rest of its first step
-        self.pending_t = 0
-        self.changes: list[Entry] = []  # golden's run: what it records
-        self.position = 0
-        self.first: tuple[int, str] | None = None
-        self.full = False
-
-    def change(self, t: int, name: str, value: str) -> None:
-        if t != self.pending_t:
-            self.flush()
-            self.pending_t = t
-        self.pending[name] = value
-
-    def flush(self) -> None:
-        for name in sorted(self.pending):
-            value = self.pending[name]
-            if self.current.get(name) != value:
-                self.current[name] = value
-                self._settled(self.pending_t, name, value)
-        self.pending = {}
-
-    def _settled(self, t: int, name: str, value: str) -> None:
-        if self.first is not None or self.full:
-            return
-        entry = (t, name, value)
-        if self.golden_end is None:  # recording golden
-            if len(self.changes) >= LIMIT:
-                self.full = True
-                return
-            self.changes.append(entry)
-            return
-        self._compare_before(t)
-        if self.first is not None or self.full:
-            return
-        if self.position < len(self.golden):
-            theirs = self.golden[self.position]
-            if theirs != entry:
-                self.first = min((t, name), (theirs[0], theirs[1]))
-                return
-            self.position += 1
-        elif self.cut:
-            self.full = True
-        elif t <= self.golden_end:
-            self.first = (t, name)
-
-    def _compare_before(self, t: int) -> None:
-        """Golden changed something before ``t`` that this run has not (up to ``t``)."""
-        if self.position < len(self.golden) and self.golden[self.position][0] < t:
-            self.first = (self.golden[self.position][0], self.golden[self.position][1])
-
-    def end(self, t: int) -> None:
-        self.flush()
-        if self.golden_end is not None and self.first is None and not self.full:
-            limit = min(t, self.golden_end)
-            if self.position < len(self.golden) and self.golden[self.position][0] <= limit:
-                self.first = (self.golden[self.position][0], self.golden[self.position][1])
-            elif self.cut:  # golden's record stops early: no difference in it, none known after it
-                self.full = True
-
-    @property
-    def propagated(self) -> bool | None:
-        if self.first is not None:
-            return True
-        return None if self.full else False
-
-
 class _Watch:
     """One test's observation: output changes and the selected mutant's probes."""
 
@@ -177,11 +76,11 @@ class _Watch:
         self.start = get_sim_time("step")
         self.outputs = {name: _Signal(getattr(dut, name)) for name in observer.outputs}
         start = {name: sig.binstr() for name, sig in self.outputs.items()}
-        self.compare: _Compare | None = None
+        self.compare: Compare | None = None
         if observer.record is not None:
-            self.compare = _Compare(None, start)
+            self.compare = Compare(None, start)
         elif observer.golden is not None:
-            self.compare = _Compare(observer.golden_record(fullname), start)
+            self.compare = Compare(observer.golden_record(fullname), start)
         self.activated: int | None = None
         self.broken = ""  # why the observation failed (then nothing of it is reported)
         probes = observer.probes(dut).get(mutant, []) if mutant else []
@@ -275,7 +174,7 @@ class Observer:
 
     def probes(self, dut: Any) -> dict[int, list[tuple[_Signal, bool]]]:
         if self._probes is None:
-            self._probes = _probes(dut)
+            self._probes = probe_signals(dut)
         return self._probes
 
     def golden_record(self, fullname: str) -> dict[str, Any] | None:
@@ -286,14 +185,11 @@ class Observer:
             return None
         return data if data.get("test") == fullname else None
 
-    def save(self, fullname: str, compare: _Compare, end: int) -> None:
+    def save(self, fullname: str, compare: Compare, end: int) -> None:
         assert self.record is not None
         path = self.record / record_name(fullname)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps({"test": fullname, "end": end, "cut": compare.full, "changes": compare.changes}),
-            encoding="utf-8",
-        )
+        tmp.write_text(json.dumps({"test": fullname, **compare.record(end)}), encoding="utf-8")
         os.replace(tmp, path)
 
     def start(self, dut: Any, state: tuple[int, int], fullname: str) -> _Watch | str:
