@@ -79,5 +79,7 @@ RESULTS_VAR = "HWTP_RESULTS"
 WARM_VAR = "HWTP_WARM"
 #: Set by ``hwtp ci`` for a shared simulator process: its job file (:mod:`hwtp.ci.sharedtests`).
 CI_SHARED_VAR = "HWTP_CI_SHARED"
+#: Set by ``hwtp ci`` to observe the user's tests (activation, propagation): its job file (:mod:`hwtp.ci.observe`).
+CI_OBSERVE_VAR = "HWTP_CI_OBSERVE"
 #: ``true`` on GitHub Actions: ``hwtp ci`` prints workflow annotations for survivors.
 GITHUB_ACTIONS_VAR = "GITHUB_ACTIONS"

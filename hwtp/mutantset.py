@@ -20,7 +20,8 @@ from typing import Any
 from hwtp import yamlio
 from hwtp.design import MANIFEST, Design, SourceFile, load_design
 from hwtp.errors import MutantError
-from hwtp.mutators.schemata import SchemataError, render, standalone
+from hwtp.mutators import probes
+from hwtp.mutators.schemata import SELECTOR, SchemataError, render, standalone
 from hwtp.mutators.site import Site
 from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.rtl import module_body_offsets
@@ -198,9 +199,7 @@ class MutantSet:
         return data
 
 
-def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str]]:
-    """Schemata sources of the valid mutants (and the spares, so selector values stay those of
-    the selection's build), and the ids that could not share the build."""
+def _schemata(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str], list[Mutant]]:
     valid = sorted([*(m for m in mutant_set.valid if m.index), *mutant_set.spares], key=lambda m: m.index)
     excluded: list[str] = []
     while True:
@@ -209,11 +208,43 @@ def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], lis
             for src in mutant_set.design.sources:
                 pairs = [(m.index, s) for m in valid for s in m.sites if s.file == src.path]
                 out.append(SourceFile(src.path, render(src.text, pairs, module_body_offsets(src.text, src.path))))
-            return tuple(out), excluded
+            return tuple(out), excluded, valid
         except SchemataError as exc:
             bad = {i for i in exc.indices}
             excluded.extend(m.id for m in valid if m.index in bad)
             valid = [m for m in valid if m.index not in bad]
+
+
+def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str]]:
+    """Schemata sources of the valid mutants (and the spares, so selector values stay those of
+    the selection's build), and the ids that could not share the build."""
+    sources, excluded, _ = _schemata(mutant_set)
+    return sources, excluded
+
+
+def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[int, probes.Coverage]]:
+    """The schemata sources with activation probes (:mod:`hwtp.mutators.probes`): the same
+    mutants at the same selector values as :func:`schemata_sources`, and how each mutant index's
+    activation is measured. A file whose probes do not fit its schemata keeps its plain
+    schemata (its mutants are then not probed)."""
+    plain, _excluded, valid = _schemata(mutant_set)
+    out: list[SourceFile] = []
+    coverage: dict[int, probes.Coverage] = {}
+    for src, rendered in zip(mutant_set.design.sources, plain, strict=True):
+        pairs = [(m.index, s) for m in valid for s in m.sites if s.file == src.path]
+        bodies = module_body_offsets(src.text, src.path)
+        found = probes.plan(src.text, src.path, pairs, bodies, SELECTOR)
+        try:
+            out.append(SourceFile(src.path, render(src.text, pairs, bodies, found)))
+            found_coverage = found.coverage
+        except SchemataError:
+            out.append(rendered)
+            found_coverage = {
+                i: probes.Coverage("none", f"the probes of {src.path} do not fit its schemata") for i, _ in pairs
+            }
+        for i, c in found_coverage.items():
+            coverage[i] = coverage[i].merge(c) if i in coverage else c
+    return tuple(out), coverage
 
 
 def write(mutant_set: MutantSet, outdir: Path) -> Path:

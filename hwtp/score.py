@@ -16,13 +16,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from hwtp.ci.diagnosis import Observation, fields, summarize
 from hwtp.errors import PlanError, ScoreError
 from hwtp.executors.base import Executor, schemata_target
 from hwtp.executors.local import run_batched
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, probed_sources, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
+from hwtp.sim.outputs import first_difference
 from hwtp.sim.runner import Counters, EvalResult
 
 
@@ -65,6 +67,7 @@ class ScoreConfig:
     rewards: RewardLevels = field(default_factory=RewardLevels)
     simulator: str = "verilator"
     cache_root: Path | None = None
+    diagnose: bool = False  # activated / propagated / detected per sample (a build with probes)
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,10 @@ class SampleResult:
     reward: float
     detail: dict[str, Any] | None = None
     ceiling: float | None = None  # the best reward attainable on this state
+    stages: dict[str, Any] | None = None  # diagnose: activated / propagated / detected (docs/formats.md)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "plan": self.plan,
             "state": self.state,
             "outcome": self.outcome.value,
@@ -85,6 +89,9 @@ class SampleResult:
             "ceiling": self.ceiling,
             "detail": self.detail,
         }
+        if self.stages is not None:
+            out.update(self.stages)
+        return out
 
 
 @dataclass(frozen=True)
@@ -269,13 +276,50 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
         ops, cycles = compiled[p.id]
         for s in (GOLDEN, state):
             key = f"{p.id}@{s}"
-            wanted.setdefault(key, Evaluation(key, ops, index[s], cycles=cycles))
+            wanted.setdefault(key, Evaluation(key, ops, index[s], cycles=cycles, observe=config.diagnose))
     equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
     return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states), equivalent)
 
 
-def assemble(prepared: Prepared, results: dict[str, EvalResult], rewards: RewardLevels) -> list[SampleResult]:
-    """Samples' outcomes and rewards from the evaluation results."""
+def stages(golden: EvalResult, mutant: EvalResult, detected: bool, incomplete: bool) -> dict[str, Any] | None:
+    """Activated / propagated / detected of a plan on a mutant, from the observed evaluations of
+    ``hwtp score --diagnose`` (None when they were not observed): each test's outputs compared
+    with golden's same test, its activation probes; ``incomplete``: the probes do not cover all
+    of the mutant's code (a probe that did not fire then says nothing)."""
+    theirs = {t.get("name"): t.get("observed") for t in golden.tests}
+    observations = []
+    for test in mutant.tests:
+        seen, base = test.get("observed"), theirs.get(test.get("name"))
+        if not seen:
+            continue
+        activated = seen.get("activated")
+        propagated, first = first_difference(base["outputs"], seen["outputs"]) if base else (None, None)
+        step_ns = float(seen.get("step_ns", 0.0))
+        observations.append(
+            Observation(
+                str(test.get("name")),
+                None if activated is False and incomplete else activated,
+                seen.get("activated_ns") if activated else None,
+                propagated,
+                first[0] * step_ns if first else None,
+                first[1] if first else None,
+                not test.get("passed", True),
+            )
+        )
+    if not observations:
+        return None
+    summary = summarize(observations, detected)
+    out = fields(summary, detected, observations)
+    out["reached"] = summary.reached.value
+    out["diagnosis"] = None if detected else summary.diagnosis.value
+    return out
+
+
+def assemble(
+    prepared: Prepared, results: dict[str, EvalResult], rewards: RewardLevels, incomplete: frozenset[str] = frozenset()
+) -> list[SampleResult]:
+    """Samples' outcomes and rewards from the evaluation results (and, for observed evaluations,
+    each sample's stages; ``incomplete``: mutants whose code the probes do not fully cover)."""
     out = []
     for p, state in prepared.pairs:
         top = ceiling(state, prepared.equivalent, rewards)
@@ -286,13 +330,19 @@ def assemble(prepared: Prepared, results: dict[str, EvalResult], rewards: Reward
         golden = results[f"{p.id}@{GOLDEN}"]
         other = None if state == GOLDEN else results[f"{p.id}@{state}"]
         outcome, reward, detail = _outcome(golden, other, rewards)
-        out.append(SampleResult(p.id, state, outcome, reward, detail, top))
+        seen = None
+        if other is not None and outcome in (Outcome.PASSED, Outcome.DETECTED):
+            seen = stages(golden, other, outcome == Outcome.DETECTED, state in incomplete)
+        out.append(SampleResult(p.id, state, outcome, reward, detail, top, seen))
     return out
 
 
-def schemata_build(mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None) -> Any:
-    """The (cached) schemata build of a mutant set: golden and every valid mutant."""
-    return schemata_target(mutant_set, simulator, cache_root).build()
+def schemata_build(
+    mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None, probes: bool = False
+) -> Any:
+    """The (cached) schemata build of a mutant set: golden and every valid mutant (``probes``:
+    with activation probes, a build of its own)."""
+    return schemata_target(mutant_set, simulator, cache_root, probes).build()
 
 
 def score(
@@ -308,17 +358,23 @@ def score(
     prepared = prepare(mutant_set, plans, config)
     evaluations = list(prepared.evaluations.values())
     if executor is None or executor.name == "local":
-        build = schemata_build(mutant_set, config.simulator, config.cache_root)
+        build = schemata_build(mutant_set, config.simulator, config.cache_root, config.diagnose)
         build_seconds, build_cached = build.seconds, build.cached
         start = time.perf_counter()
         results = run_evaluations(build, mutant_set.design, evaluations, config, progress, counters)
     else:  # built on each worker's node, in its own cache
         build_seconds, build_cached = 0.0, True
         start = time.perf_counter()
-        target = schemata_target(mutant_set, config.simulator, config.cache_root)
+        target = schemata_target(mutant_set, config.simulator, config.cache_root, config.diagnose)
         results = executor.run(target, evaluations, config.limits, progress=progress, counters=counters)
     seconds = time.perf_counter() - start
-    out = assemble(prepared, results, config.rewards)
+    incomplete: frozenset[str] = frozenset()
+    if config.diagnose:
+        coverage = probed_sources(mutant_set)[1]
+        incomplete = frozenset(
+            m.id for m in mutant_set.valid if m.index not in coverage or not coverage[m.index].complete
+        )
+    out = assemble(prepared, results, config.rewards, incomplete)
     return Scores(
         mutant_set.design.name,
         config.rewards,

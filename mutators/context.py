@@ -12,6 +12,9 @@ be mutated, with exact byte spans:
 - ``assigns``, ``cases``: procedural statements (inside ``always``/``initial`` blocks and
   subroutine bodies) that a ``stmt`` guard may wrap.
 - ``events``: ``posedge``/``negedge`` event expressions of timing controls.
+- ``anchors``: for each root, where code that evaluates it may go (the statement that
+  evaluates it, or the continuous assignment that holds it) and the target it is assigned to;
+  only the pyslang frontend records them (for activation probes, :mod:`hwtp.mutators.probes`).
 - ``width_literals``: integer literals in parameter values and declaration ranges, used only
   when ``include_widths`` is set (sites there are for standalone mutants: no schemata can
   guard a width).
@@ -96,6 +99,22 @@ class Root:
 
 
 @dataclass(frozen=True)
+class Anchor:
+    """Where a root is evaluated. ``statement`` is the procedural statement that evaluates
+    ``root`` (an assignment, an ``if``, a ``case``), or for a continuous root the module item
+    that holds it (``continuous``); ``lhs`` is the target of an ``rhs`` root. ``scoped``: the
+    item sits in a generate block of its own (a bare generate-if/case/loop item has none)."""
+
+    root: Span
+    role: RootRole
+    statement: Span
+    continuous: bool
+    lhs: Span | None = None
+    in_subroutine: bool = False
+    scoped: bool = True
+
+
+@dataclass(frozen=True)
 class Assign:
     """A procedural ``=`` or ``<=`` assignment statement (``end`` includes the ``;``)."""
 
@@ -149,6 +168,7 @@ class SiteContext:
     assigns: list[Assign] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    anchors: list[Anchor] = field(default_factory=list)
     width_literals: list[Expr] = field(default_factory=list)
     data: bytes = field(init=False, repr=False)          # the UTF-8 text spans index into
     _line_starts: list[int] = field(init=False, repr=False)

@@ -11,9 +11,13 @@ guard span cannot share the build and is reported, never silently dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hwtp.mutators.site import Site
+
+if TYPE_CHECKING:
+    from hwtp.mutators.probes import FileProbes
 
 SELECTOR = "hwtp_mutant_sel"
 PLUSARG = "hwtp_mutant"
@@ -42,6 +46,7 @@ class _Region:
     guard: str
     mutants: list[tuple[int, Site]]
     children: list[_Region]
+    checks: str = field(default="")  # a "probe" region: the activation checks in front of it
 
 
 class SchemataError(ValueError):
@@ -52,14 +57,17 @@ class SchemataError(ValueError):
         self.indices = list(indices)
 
 
-def _regions(mutants: Sequence[tuple[int, Site]]) -> list[_Region]:
-    """Group mutants by guard span and nest the spans into a forest."""
+def _regions(mutants: Sequence[tuple[int, Site]], probes: FileProbes | None = None) -> list[_Region]:
+    """Group mutants by guard span and nest the spans into a forest (with ``probes``, each
+    probed statement is a region too, around any guard of the same span)."""
     by_span: dict[tuple[int, int, str], _Region] = {}
     for index, site in mutants:
         key = (site.guard_start, site.guard_end, site.guard)
         region = by_span.setdefault(key, _Region(site.guard_start, site.guard_end, site.guard, [], []))
         region.mutants.append((index, site))
-    ordered = sorted(by_span.values(), key=lambda r: (r.lo, -r.hi))
+    for (lo, hi), checks in probes.statements.items() if probes else ():
+        by_span[(lo, hi, "probe")] = _Region(lo, hi, "probe", [], [], " ".join(checks))
+    ordered = sorted(by_span.values(), key=lambda r: (r.lo, -r.hi, r.guard != "probe"))
     roots: list[_Region] = []
     stack: list[_Region] = []
     for region in ordered:
@@ -106,6 +114,8 @@ class _Renderer:
 
     def region(self, region: _Region) -> str:
         original = self.span(region.lo, region.hi, region.children)
+        if region.guard == "probe":
+            return f"begin {region.checks} {original} end"
         if region.guard == "edge":
             return self._edge(region, original)
         text = original
@@ -128,28 +138,41 @@ class _Renderer:
         return f"{keyword} (({flips}) ? ~({sig}) : ({sig}))"
 
 
-def render(text: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequence[int]) -> str:
+def render(
+    text: str, mutants: Sequence[tuple[int, Site]], module_bodies: Sequence[int], probes: FileProbes | None = None
+) -> str:
     """The schemata source of one file.
 
     ``mutants`` pairs each site with its selector value (1..N; 0 is golden);
     ``module_bodies`` are the byte offsets just after each module header's ``;`` where the
     selector declaration goes (every module of the file, so nested instances see one too).
+    ``probes`` (:func:`hwtp.mutators.probes.plan`) adds the activation probes; without them the
+    text is the plain schemata.
     """
     data = text.encode("utf-8")
-    roots = _regions(mutants)
+    roots = _regions(mutants, probes)
     renderer = _Renderer(data)
-    inserts = sorted(set(module_bodies))
+    inserts = [
+        (cut, selector_declaration() + (probes.declarations(cut) if probes else ""))
+        for cut in sorted(set(module_bodies))
+    ]
+    if probes:
+        inserts = sorted(
+            [*inserts, *((at, "".join(wires)) for at, wires in probes.after.items())], key=lambda item: item[0]
+        )
     pieces, pos = [], 0
     for region in roots:
-        while inserts and inserts[0] <= region.lo:
-            cut = inserts.pop(0)
-            pieces.append(data[pos:cut].decode("utf-8") + selector_declaration())
+        while inserts and inserts[0][0] <= region.lo:
+            cut, extra = inserts.pop(0)
+            pieces.append(data[pos:cut].decode("utf-8") + extra)
             pos = cut
+        if any(region.lo < cut < region.hi for cut, _ in inserts):
+            raise SchemataError(f"a probe would go inside the guard at byte {region.lo}", [])
         pieces.append(data[pos : region.lo].decode("utf-8"))
         pieces.append(renderer.region(region))
         pos = region.hi
-    for cut in inserts:
-        pieces.append(data[pos:cut].decode("utf-8") + selector_declaration())
+    for cut, extra in inserts:
+        pieces.append(data[pos:cut].decode("utf-8") + extra)
         pos = cut
     pieces.append(data[pos:].decode("utf-8"))
     return "".join(pieces)

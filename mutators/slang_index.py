@@ -20,6 +20,7 @@ from typing import Any
 import pyslang
 
 from hwtp.mutators.context import (
+    Anchor,
     Assign,
     Case,
     CaseItem,
@@ -100,14 +101,16 @@ class _Indexer:
         for member in _nodes(node.members):
             self.member(member)
 
-    def member(self, node: Node) -> None:
+    def member(self, node: Node, scoped: bool = True) -> None:
+        """A module item; ``scoped`` is false for the bare item of a generate if/case/loop."""
         kind = node.kind
         if kind == SK.ContinuousAssign:
             for assignment in _nodes(node.assignments):
                 if assignment.kind == SK.AssignmentExpression:
-                    self.root(assignment.right, "rhs", False)
+                    self.root(assignment.right, "rhs", False, node, Span(*_span(assignment.left)), continuous=True,
+                              scoped=scoped)
         elif kind in _DECLARATIONS:
-            self.declaration(node)
+            self.declaration(node, scoped)
         elif kind in _PROCEDURAL:
             self.statement(node.statement, False)
         elif kind in _SUBROUTINES:
@@ -121,16 +124,17 @@ class _Indexer:
             for member in _nodes(node.members):
                 self.member(member)
         elif kind == SK.LoopGenerate:
-            self.member(node.block)
+            self.member(node.block, node.block.kind == SK.GenerateBlock)
         elif kind == SK.IfGenerate:
-            self.member(node.block)
+            self.member(node.block, node.block.kind == SK.GenerateBlock)
             if node.elseClause is not None:
-                self.member(node.elseClause.clause)
+                clause = node.elseClause.clause
+                self.member(clause, clause.kind == SK.GenerateBlock)
         elif kind == SK.CaseGenerate:
             for item in _nodes(node.items):
-                self.member(item.clause)
+                self.member(item.clause, item.clause.kind == SK.GenerateBlock)
 
-    def declaration(self, node: Node) -> None:
+    def declaration(self, node: Node, scoped: bool = True) -> None:
         """Ranges and parameter values are widths; a net's initializer is a continuous
         assignment; a variable's initial value is neither (skipped)."""
         if node.kind not in (SK.NetDeclaration, SK.DataDeclaration):
@@ -141,7 +145,10 @@ class _Indexer:
             for dimension in _nodes(declarator.dimensions):
                 self.widths(dimension)
             if declarator.initializer is not None and node.kind == SK.NetDeclaration:
-                self.root(declarator.initializer.expr, "rhs", False)
+                name = declarator.name.range
+                self.root(declarator.initializer.expr, "rhs", False, node,
+                          Span(name.start.offset, name.end.offset),
+                          continuous=True, scoped=scoped)
 
     def foreign(self, node: Node, sub: bool) -> None:
         """A statement holding a macro use or included text: no statement site in it, only
@@ -193,7 +200,7 @@ class _Indexer:
         elif kind == SK.ConditionalStatement:
             conditions = _nodes(node.predicate.conditions)
             if len(conditions) == 1 and conditions[0].matchesClause is None:
-                self.root(conditions[0].expr, "if", sub)
+                self.root(conditions[0].expr, "if", sub, node)
             self.statement(node.statement, sub)
             if node.elseClause is not None:
                 self.statement(node.elseClause.clause, sub)
@@ -219,11 +226,11 @@ class _Indexer:
         value = expr.right
         if value.kind == SK.TimingControlExpression:  # q <= #1 d: the value is d
             value = value.expr
-        self.root(value, "rhs", sub)
+        self.root(value, "rhs", sub, node, Span(*_span(expr.left)))
 
     def case(self, node: Node, sub: bool) -> None:
         """A case statement; only plain ones (no ``inside``/``matches``) get case sites."""
-        self.root(node.expr, "case", sub)
+        self.root(node.expr, "case", sub, node)
         items = []
         for item in _nodes(node.items):
             self.statement(item.clause, sub)
@@ -249,9 +256,18 @@ class _Indexer:
                                              edge.range.end.offset))
 
     # -- expressions ----------------------------------------------------------------------
-    def root(self, node: Node, role: RootRole, sub: bool) -> None:
+    def root(self, node: Node, role: RootRole, sub: bool, holder: Node | None = None, lhs: Span | None = None,
+             continuous: bool = False, scoped: bool = True) -> None:
+        """A root expression ``node``, evaluated by statement (or module item) ``holder``. Only a
+        root and holder made of this file's own text get an anchor (an activation probe): the
+        operands of an expression that uses a macro, and roots under a statement holding macro or
+        included text (``holder`` None), are mutated but not probed."""
         if self.own(node):
-            self.ctx.roots.append(Root(expr(node), role, sub))
+            tree = expr(node)
+            self.ctx.roots.append(Root(tree, role, sub))
+            if holder is not None and self.own(holder):
+                self.ctx.anchors.append(Anchor(Span(tree.outer_start, tree.outer_end), role, Span(*_span(holder)),
+                                               continuous, lhs, sub, scoped))
             return
         # a macro use inside: the operands that hold none are run-time expressions too
         kind = node.kind

@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from typing import Any
 
 import cocotb
 from cocotb.handle import ArrayObject, HierarchyObject, ValueObjectBase
+from cocotb.simtime import convert, get_sim_time
 from cocotb.types import LogicArray
 
 from hwtp import env
 from hwtp.sim.job import check_job_format
+from hwtp.sim.outputs import Compare
 from hwtp.sim.plan_steps import PlanTiming, bits_match
 
 _DEPOSIT = 0  # cocotb's GPI set action for a plain (non-forcing) write
@@ -115,6 +118,71 @@ def _collect_state(root: HierarchyObject, skip: set[str], ports: bool = False) -
     return found, selectors
 
 
+#: Probe signals of schemata built with activation probes (hwtp.mutators.probes.PREFIX): ``hwtp_act_<k>``
+#: (a register written when mutant k's probe fires) or ``hwtp_act_<k>_c<n>`` (a wire, 1 while it holds).
+_PROBE = re.compile(r"hwtp_act_(\d+)(_c\d+)?")
+
+
+def probe_signals(root: HierarchyObject) -> dict[int, list[tuple[_Signal, bool]]]:
+    """Every activation probe under ``root`` by mutant: (signal, is a wire that is 1 while active)."""
+    found: dict[int, list[tuple[_Signal, bool]]] = {}
+
+    def walk(handle: Any, depth: int) -> None:
+        for child in handle:
+            if isinstance(child, ValueObjectBase) and not isinstance(child, ArrayObject):
+                match = _PROBE.fullmatch(child._name)
+                if match:
+                    found.setdefault(int(match.group(1)), []).append((_Signal(child), match.group(2) is not None))
+            elif isinstance(child, HierarchyObject) and depth < 64:
+                try:
+                    walk(child, depth + 1)
+                except TypeError:
+                    continue
+
+    walk(root, 0)
+    return found
+
+
+class _Observation:
+    """One test of an observed evaluation (``hwtp score --diagnose``): the outputs' record
+    (:mod:`hwtp.sim.outputs`) and when a probe of the mutant first fired."""
+
+    def __init__(self, outputs: dict[str, _Signal], probes: list[tuple[_Signal, bool]]) -> None:
+        self.start = get_sim_time("step")
+        self.record = Compare(None, {name: sig.binstr() for name, sig in outputs.items()})
+        self.probed = bool(probes)
+        self.activated: int | None = 0 if any(wire and sig.binstr() == "1" for sig, wire in probes) else None
+        self.tasks = [cocotb.start_soon(self._follow(name, sig)) for name, sig in outputs.items()]
+        if self.activated is None:
+            self.tasks += [cocotb.start_soon(self._probe(sig, wire)) for sig, wire in probes]
+
+    async def _follow(self, name: str, sig: _Signal) -> None:
+        while not self.record.full:
+            await sig.handle.value_change
+            self.record.change(get_sim_time("step") - self.start, name, sig.binstr())
+
+    async def _probe(self, sig: _Signal, wire: bool) -> None:
+        while self.activated is None:
+            await sig.handle.value_change
+            if not wire or sig.binstr() == "1":
+                self.activated = get_sim_time("step") - self.start
+
+    def end(self) -> dict[str, Any]:
+        for task in self.tasks:
+            if not task.done():
+                task.cancel()
+        end = get_sim_time("step") - self.start
+        self.record.end(end)
+        step_ns = convert(1, "step", to="ns")
+        activated = None if not self.probed else self.activated is not None
+        return {
+            "activated": activated,
+            "activated_ns": None if self.activated is None else self.activated * step_ns,
+            "step_ns": step_ns,
+            "outputs": self.record.record(end),
+        }
+
+
 class Harness(PlanTiming):
     """Runs the evaluations of one job against ``dut``."""
 
@@ -129,6 +197,7 @@ class Harness(PlanTiming):
         self.outputs = {name: _Signal(getattr(dut, name)) for name, _w, _s in job["outputs"]}
         self.signed = {name: w for name, w, signed in job["outputs"] if signed}
         self.selectors: list[Any] = []
+        self.probes: dict[int, list[tuple[_Signal, bool]]] | None = None
         limits = job.get("limits", {})
         self.wall_s = float(limits.get("wall_s", 60.0))
 
@@ -151,6 +220,12 @@ class Harness(PlanTiming):
         for signal, text in self.snapshot:
             signal.restore(text)
         await self.begin()
+
+    def observe(self, mutant: int) -> _Observation:
+        """Start observing a test on ``mutant``: its outputs and its activation probes."""
+        if self.probes is None:
+            self.probes = probe_signals(self.dut)
+        return _Observation(self.outputs, self.probes.get(mutant, []) if mutant else [])
 
     def read(self, name: str) -> tuple[int | None, str]:
         return self.outputs[name].read()
@@ -205,15 +280,22 @@ class Harness(PlanTiming):
         tests: list[dict[str, Any]] = []
         first = None
         cycles = 0
+        mutant = int(evaluation.get("mutant", 0))
         try:
             for test in evaluation["tests"]:
-                await self.power_on(int(evaluation.get("mutant", 0)))
+                await self.power_on(mutant)
+                watch = self.observe(mutant) if evaluation.get("observe") else None
                 trace: list[Any] = []
-                mismatch = await self.run_test(test, deadline, trace)
+                try:
+                    mismatch = await self.run_test(test, deadline, trace)
+                finally:  # its tasks end with the test, also when the evaluation is aborted
+                    observed = watch.end() if watch is not None else None
                 cycles += self.cycle
                 entry = {"name": test["name"], "passed": mismatch is None, "mismatch": mismatch}
                 if trace:
                     entry["trace"] = trace
+                if observed is not None:
+                    entry["observed"] = observed
                 tests.append(entry)
                 if mismatch is not None:
                     first = first or mismatch

@@ -58,9 +58,13 @@ class Evaluation:
     mutant: int = 0
     stop_on_fail: bool = True
     cycles: int = 0
+    observe: bool = False  # record each test's outputs and activation probes (hwtp score --diagnose)
 
     def as_job_entry(self) -> dict[str, Any]:
-        return {"id": self.id, "mutant": self.mutant, "stop_on_fail": self.stop_on_fail, "tests": list(self.tests)}
+        entry = {"id": self.id, "mutant": self.mutant, "stop_on_fail": self.stop_on_fail, "tests": list(self.tests)}
+        if self.observe:
+            entry["observe"] = True
+        return entry
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,13 @@ def test_ci_report_in_chromium(tmp_path: Path, run_cli: Run_, open_page: Callabl
     survivors = [m["id"] for m in report["mutants"] if m["status"] == "survived"]
     shown = page.js("[...document.querySelectorAll('#src0-survivors td:first-child')].map(e => e.textContent)")
     assert shown == sorted(survivors, key=lambda i: next((m["line"], i) for m in report["mutants"] if m["id"] == i))
+    # each survivor's diagnosis (hwtp ci diagnoses by default), after activated / propagated / detected
+    header = page.js("[...document.querySelectorAll('#src0-survivors tr:first-child th')].map(e => e.textContent)")
+    assert header[-4:] == ["activated", "propagated", "detected", "diagnosis"]
+    why = page.js("[...document.querySelectorAll('#src0-survivors tr')].filter(r => r.cells[0].tagName == 'TD')"
+                  ".map(r => r.cells[r.cells.length - 1].textContent)")
+    by_id = {m["id"]: m for m in report["mutants"]}
+    assert why == [by_id[i]["why"] for i in shown] and all(why)
     # the source view: every line of the file, as text, with its kill counts
     source = (project / "rtl" / "sat_counter.v").read_text().splitlines()
     lines = page.js("[...document.querySelectorAll('#src0-source table.src tr')].slice(1)"

@@ -22,6 +22,7 @@ name ``file:line: field: what is wrong`` and how to fix it. Every field also has
     jobs: 2
     min_score: 0.8
     shared: true                    # many mutants per simulator process, when checked sound
+    diagnose: true                  # say why each survivor survived (activated / propagated)
     timeouts_as: excluded           # or killed / survived: how timeouts count in the score
 """
 
@@ -56,7 +57,8 @@ TIMEOUTS_AS = ("excluded", "killed", "survived")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
-    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "shared", "timeouts_as", "run"),
+    (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "shared", "timeouts_as", "diagnose",
+         "run"),
     ("design",): ("folder", "sources", "top", "clock", "reset"),
     ("tests",): ("modules", "paths", "filter", "env", "random_seed", "dir"),
     ("build",): ("simulator", "args", "defines", "parameters", "includes"),
@@ -91,6 +93,7 @@ class CiConfig:
     min_score: float | None = None               # the gate; None: report only
     shared: bool = True                          # many mutants per simulator process when sound (hwtp.ci.shared)
     timeouts_as: str = "excluded"                # a timeout counts as killed, survived or not at all
+    diagnose: bool = True                        # activation probes and output comparison (hwtp.ci.diagnosis)
     source: str = "hwtp.yaml"                    # where the config came from, for messages
 
     def __post_init__(self) -> None:
@@ -392,10 +395,11 @@ def from_document(path: Path, located: yamlio.Located) -> CiConfig:
     if min_score is not None and min_score > 1:
         raise r.error(("min_score",), "expected a number from 0 to 1")
     fields["min_score"] = min_score
-    shared = data.get("shared", True)
-    if not isinstance(shared, bool):
-        raise r.error(("shared",), "expected true or false")
-    fields["shared"] = shared
+    for key in ("shared", "diagnose"):
+        value = data.get(key, True)
+        if not isinstance(value, bool):
+            raise r.error((key,), "expected true or false")
+        fields[key] = value
     timeouts_as = data.get("timeouts_as", "excluded")
     if timeouts_as not in TIMEOUTS_AS:
         raise r.error(("timeouts_as",), f"expected one of {', '.join(TIMEOUTS_AS)}")

@@ -30,13 +30,16 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
+from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, fields, summarize
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants
-from hwtp.errors import EXIT_INPUT, HwtpError
+from hwtp.design import SourceFile
+from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
 from hwtp.mutantset import MutantClass, MutantStatus
+from hwtp.mutators.probes import Coverage
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
-from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.buildcache import Build, ensure_build
 from hwtp.sim.runner import EvalStatus
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
@@ -85,10 +88,52 @@ class MutantResult:
     mutant_line: str = ""  # the same line in the mutant
     diff: str = ""  # unified diff against golden
     key: str = ""  # stable identity for the survivor baseline (hwtp.ci.baseline.identity)
+    observations: tuple[Observation, ...] = ()  # per test: activated, propagated, detected
+    probe: str | None = None  # how activation is measured: value, reached, partial, none (None: not diagnosed)
+    unprobed: str | None = None  # why activation is not (fully) measured for this mutant
 
     @property
     def one_line_diff(self) -> str:
         return f"{self.golden_line}  ->  {self.mutant_line}"
+
+    @property
+    def summary(self) -> Summary | None:
+        """Activated / propagated / detected over its tests; None when it was not observed."""
+        if not self.observations:
+            return None
+        return summarize(self.observations, self.status == Status.KILLED)
+
+    @property
+    def reached(self) -> Reached | None:
+        """How far the tests took it (None: not run, or not observed)."""
+        summary = self.summary
+        if summary is None:
+            return Reached.DETECTED if self.status == Status.KILLED else None
+        return summary.reached
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        """A survivor's diagnosis (None for other mutants); unknown when it was not observed."""
+        if self.status != Status.SURVIVED:
+            return None
+        summary = self.summary
+        return summary.diagnosis if summary is not None else Diagnosis.UNKNOWN
+
+    @property
+    def why(self) -> str:
+        """A survivor's diagnosis in one sentence, with the first time and signal where known."""
+        return explain(self.summary, self.probe, self.unprobed)
+
+    def _diagnosis_dict(self) -> dict[str, Any]:
+        reached, diagnosis = self.reached, self.diagnosis
+        return {
+            **fields(self.summary, self.status == Status.KILLED, self.observations),
+            "reached": reached.value if reached else None,
+            "diagnosis": diagnosis.value if diagnosis else None,
+            "why": self.why if diagnosis else None,
+            "probe": self.probe,
+            "unprobed": self.unprobed,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -107,13 +152,15 @@ class MutantResult:
             "golden_line": self.golden_line,
             "mutant_line": self.mutant_line,
             "key": self.key,
+            **self._diagnosis_dict(),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MutantResult:
         return cls(d["id"], d["operator"], d["file"], int(d["line"]), int(d["col"]), d["original"],
                    d["replacement"], Status(d["status"]), float(d["seconds"]), tuple(d["killed_by"]),
-                   d["reason"], d["golden_line"], d["mutant_line"], d["diff"], d["key"])
+                   d["reason"], d["golden_line"], d["mutant_line"], d["diff"], d["key"],
+                   tuple(Observation.from_dict(o) for o in d.get("tests", [])), d.get("probe"), d.get("unprobed"))
 
 
 @dataclass(frozen=True)
@@ -271,7 +318,8 @@ def _golden_problem(run: Run, config: CiConfig) -> str:
     return "\n".join(lines)
 
 
-def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Run | None) -> MutantResult:
+def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Run | None,
+                   coverage: Coverage | None = None) -> MutantResult:
     golden_text = mutant_set.design.source(m.file).text.splitlines()
     mutated = next(s for s in mutant_set.sources_of(m) if s.path == m.file).text.splitlines()
     g = golden_text[m.line - 1].strip() if m.line <= len(golden_text) else ""
@@ -301,7 +349,28 @@ def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Ru
         n,
         mutant_set.diff(m),
         baseline.identity(m.file, m.operator, m.original, m.replacement, golden_text, m.line, m.col),
+        run.observed if run is not None else (),
+        coverage.kind if coverage else None,
+        coverage.why if coverage else None,
     )
+
+
+def _build(mutant_set: mutantset.MutantSet, config: CiConfig, cache_root: Path | None,
+           note: Callable[[str], None] | None) -> tuple[Build, dict[int, Coverage] | None]:
+    """The schemata build the tests run on: with activation probes when the run is diagnosed
+    (:mod:`hwtp.mutators.probes`), and how each mutant's activation is measured; the plain
+    schemata (and None) when not diagnosed or when the probed sources do not build (said
+    through ``note``)."""
+    backend = get_backend(config.simulator)
+    if config.diagnose:
+        probed, coverage = mutantset.probed_sources(mutant_set)
+        try:
+            return ensure_build(backend, probed, config.top, config.build, root=cache_root), coverage
+        except (DesignError, ToolchainError) as exc:
+            if note:
+                note(f"the schemata with activation probes did not build, so survivors are not diagnosed: {exc}")
+    schemata: tuple[SourceFile, ...] = mutantset.schemata_sources(mutant_set)[0]
+    return ensure_build(backend, schemata, config.top, config.build, root=cache_root), None
 
 
 def run_ci(
@@ -335,14 +404,20 @@ def run_ci(
         build=config.build,
     )
     mutant_set = engine.mutate(design, mutation)
-    schemata, _ = mutantset.schemata_sources(mutant_set)
-    build = ensure_build(get_backend(config.simulator), schemata, config.top, config.build, root=cache_root)
+    build, coverage = _build(mutant_set, config, cache_root, note)
     valid = list(mutant_set.valid)
     if shard is not None:
         valid = valid[shard[0] - 1 :: shard[1]]
     to_run = [m for m in valid if m.klass != MutantClass.EQUIVALENT]
     with procs.tempdir("ci", workdir) as tmp:
-        golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S)
+        watch: Watch | None = None
+        if coverage is not None:
+            outputs = tuple(p.name for p in design.outputs)
+            watch = Watch(outputs, record=Path(tmp) / "golden" / "record")
+        golden = run_tests(build, config, 0, Path(tmp) / "golden", config.timeout_s or GOLDEN_TIMEOUT_S, watch)
+        if watch is not None:
+            incomplete = frozenset(i for i, c in (coverage or {}).items() if not c.complete)
+            watch = Watch(watch.outputs, golden=watch.record, uncovered=incomplete)
         if golden.status != EvalStatus.PASS:
             raise TestbenchError(_golden_problem(golden, config))
         timeout_s = config.timeout_s or max(30.0, 10.0 * golden.seconds)
@@ -350,16 +425,18 @@ def run_ci(
             on_mutants(len(to_run))
         by_index = {m.index: m for m in to_run}
 
+        probes = coverage or {}
+
         def told(index: int, run: Run) -> None:
             if progress:
-                progress(_mutant_result(mutant_set, by_index[index], run))
+                progress(_mutant_result(mutant_set, by_index[index], run, probes.get(index)))
 
         # Ctrl-C or a failure: the runners start nothing more and stop what runs
         outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
-                              power_on=power_on_job(design, config.build), verify=verify, progress=told)
+                              power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch)
         if note:
             note(outcome.note)
-    results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index)) for m in valid)
+    results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index)) for m in valid)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != MutantStatus.VALID)
     return CiReport(
         design=design.name,

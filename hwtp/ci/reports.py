@@ -3,7 +3,8 @@
 Every function renders a :class:`hwtp.ci.mutation.CiReport` to text; the command writes the files.
 
 - JUnit: one ``testcase`` per mutant. Killed mutants pass; a survivor is a ``failure`` whose
-  message is its one-line diff (the unified diff is the failure text); timeout, error and
+  message is its diagnosis and one-line diff (the failure text: why it survived, with the first
+  time and output where known, then the unified diff); timeout, error and
   equivalent mutants are ``skipped`` with the reason. The document keeps to the elements and
   attributes of the common JUnit schema (Jenkins/pytest ``junit-10.xsd``).
 - lcov: per source line, one ``BRDA`` branch per mutant (taken ``1`` killed, ``0`` survived,
@@ -27,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from xml.etree.ElementTree import Element, SubElement, tostring
 
+from hwtp.ci.diagnosis import LABELS
 from hwtp.ci.mutation import INDETERMINATE, CiReport, MutantResult, Status
 
 _XML_INVALID = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -75,18 +77,23 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _label(m: MutantResult) -> str:
+    diagnosis = m.diagnosis
+    return LABELS[diagnosis] if diagnosis else ""
+
+
 def survivors_table(report: CiReport) -> str:
-    """The survivors (id, operator, file:line, one-line diff), then the indeterminate ones."""
-    rows = [(m.id, m.operator, f"{m.file}:{m.line}", _clip(m.one_line_diff, _TABLE_CHANGE_WIDTH))
+    """The survivors (id, operator, file:line, diagnosis, one-line diff), then the indeterminate ones."""
+    rows = [(m.id, m.operator, f"{m.file}:{m.line}", _label(m), _clip(m.one_line_diff, _TABLE_CHANGE_WIDTH))
             for m in report.survivors]
     if not rows:
         out = ["no survivor: every scored mutant was killed" if report.counts["scored"] else "no survivor"]
     else:
-        header = ("id", "operator", "location", "change (golden  ->  mutant)")
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+        header = ("id", "operator", "location", "diagnosis", "change (golden  ->  mutant)")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
         out = [f"survivors ({len(rows)}):"]
         for row in [header, *rows]:
-            out.append("  " + "  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
+            out.append("  " + "  ".join(row[i].ljust(widths[i]) for i in range(4)) + "  " + row[4])
     odd = [m for m in report.mutants if m.status in INDETERMINATE]
     if odd:
         out.append(f"indeterminate ({len(odd)}, not counted):")
@@ -113,8 +120,8 @@ def _testcase(parent: Element, classname: str, m: MutantResult) -> None:
                       classname=_x(classname), time=_time(m.seconds))
     if m.status == Status.SURVIVED:
         failure = SubElement(case, "failure", type="survived",
-                             message=_x(f"survived: {m.file}:{m.line}: {m.one_line_diff}"))
-        failure.text = _x(m.diff)
+                             message=_x(f"survived ({_label(m)}): {m.file}:{m.line}: {m.one_line_diff}"))
+        failure.text = _x(f"{m.why}\n\n{m.diff}")
     elif m.status != Status.KILLED:
         reason = (m.reason or m.status.value).splitlines()[0]
         SubElement(case, "skipped", type=m.status.value, message=_x(f"{m.status.value}: {reason}"))
@@ -178,11 +185,15 @@ def markdown(report: CiReport) -> str:
         lines += [f"Baseline: {'; '.join(_baseline_lines(report))}", ""]
     if report.survivors:
         lines += [f"### Survivors ({len(report.survivors)})", "",
-                  "A survivor is a change to the design that every test still passes: a missing check.", "",
-                  "| mutant | operator | location | golden → mutant |", "|---|---|---|---|"]
+                  "A survivor is a change to the design that every test still passes. Diagnosis: *weak "
+                  "stimulus* (no test made the mutated code compute a different value), *not propagated* "
+                  "(it did, but no output differed from golden), *weak checking* (an output differed and "
+                  "the tests passed).", "",
+                  "| mutant | operator | location | golden → mutant | diagnosis |", "|---|---|---|---|---|"]
         for m in report.survivors:
             lines.append(f"| {m.id} | {_code(m.operator)} | {_code(f'{m.file}:{m.line}')} | "
-                         f"{_code(m.golden_line)} → {_code(m.mutant_line)} |")
+                         f"{_code(m.golden_line)} → {_code(m.mutant_line)} | "
+                         f"{html.escape(m.why, quote=False).replace('|', '&#124;')} |")
         fence = "````" if "```" in "".join(m.diff for m in report.survivors) else "```"
         lines += ["", "<details><summary>Diffs of the survivors</summary>", "", f"{fence}diff"]
         lines += [m.diff.rstrip("\n") for m in report.survivors]
@@ -269,6 +280,6 @@ def github_annotations(report: CiReport, base: Path | None = None) -> str:
         props = {"file": source_path(report.root, m.file, base), "line": str(m.line), "col": str(m.col),
                  "title": f"hwtp ci: surviving mutant {m.id} ({m.operator})"}
         head = ",".join(f"{k}={_escape_property(v)}" for k, v in props.items())
-        message = f"No test fails when {m.golden_line!r} becomes {m.mutant_line!r}.\n{m.diff.rstrip()}"
+        message = f"No test fails when {m.golden_line!r} becomes {m.mutant_line!r}: {m.why}.\n{m.diff.rstrip()}"
         out.append(f"::warning {head}::{_escape_data(message)}")
     return "\n".join(out) + ("\n" if out else "")

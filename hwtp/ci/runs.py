@@ -15,11 +15,13 @@ import os
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from xml.etree import ElementTree
 
+from hwtp import env
+from hwtp.ci import diagnosis
 from hwtp.ci.config import CiConfig
 from hwtp.mutators.schemata import PLUSARG
 from hwtp.sim import procs
@@ -61,10 +63,16 @@ class Run:
     tests: tuple[TestOutcome, ...]
     seconds: float
     reason: str | None = None    # timeout/error: why, with the log tail
+    observed: tuple[diagnosis.Observation, ...] = ()  # per test, when the run was observed
 
     @property
     def failed(self) -> tuple[TestOutcome, ...]:
         return tuple(t for t in self.tests if t.status == TestStatus.FAILED)
+
+    def with_observations(self, rows: list[diagnosis.Observation]) -> Run:
+        """This run with what the observer saw of its tests (each marked detected when it failed)."""
+        failed = {f"{t.module}.{t.name}" for t in self.failed}
+        return replace(self, observed=tuple(replace(o, detected=o.test in failed) for o in rows))
 
 
 def parse_results(path: Path) -> tuple[TestOutcome, ...]:
@@ -115,18 +123,24 @@ def working_folder(config: CiConfig, own: Path) -> Path:
     return config.test_dir
 
 
-def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeout_s: float) -> Run:
+def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeout_s: float,
+              watch: diagnosis.Watch | None = None) -> Run:
     """Run the user's tests on state ``mutant`` (0 = golden) in a fresh simulator process,
-    started, watched and killed by :mod:`hwtp.sim.procs` (so an interrupt stops it too)."""
+    started, watched and killed by :mod:`hwtp.sim.procs` (so an interrupt stops it too).
+
+    ``watch``: observe each test (:mod:`hwtp.ci.observe`); the run then carries its observations."""
     workdir = workdir.resolve()  # the simulator may run elsewhere (tests.dir): every path it gets is absolute
     workdir.mkdir(parents=True, exist_ok=True)
     results, log_path = workdir / "results.xml", workdir / "sim.log"
     argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}={mutant}"])
     log.debug("$ %s", shlex.join(argv))
+    environ = environment(build, config, results)
+    if watch is not None:  # the user's tests, each wrapped by the observer
+        environ["COCOTB_TEST_MODULES"] = diagnosis.OBSERVER_MODULE
+        environ[env.CI_OBSERVE_VAR] = str(watch.job(workdir, mutant, config.test_modules, config.test_filter))
     start = time.perf_counter()
     with log_path.open("w", encoding="utf-8") as out, procs.supervised(
-        argv, cwd=working_folder(config, workdir), env=environment(build, config, results), stdout=out,
-        stderr=subprocess.STDOUT
+        argv, cwd=working_folder(config, workdir), env=environ, stdout=out, stderr=subprocess.STDOUT
     ) as proc:
         finished = procs.wait(proc, timeout_s)
     seconds = time.perf_counter() - start
@@ -139,7 +153,10 @@ def run_tests(build: Build, config: CiConfig, mutant: int, workdir: Path, timeou
         tests = parse_results(results)
     except ValueError as exc:
         return Run(EvalStatus.ERROR, (), seconds, f"{exc}; log tail:\n{tail}")
-    return run_of(tests, seconds, tail)
+    run = run_of(tests, seconds, tail)
+    if watch is not None:
+        run = run.with_observations(diagnosis.read(workdir, watch).get(0, []))
+    return run
 
 
 def run_of(tests: tuple[TestOutcome, ...], seconds: float, tail: str) -> Run:

@@ -42,9 +42,9 @@ def sarif(report: CiReport, base: Path | None = None) -> str:
             "level": "note" if m.id in accepted else "warning",
             "message": {
                 "text": f"Surviving mutant {m.id}: no test fails when the line becomes `{m.mutant_line}` "
-                        f"({change}).",
-                "markdown": f"Surviving mutant **{m.id}** ({m.operator}): no test fails on this change.\n\n"
-                            f"```diff\n{m.diff.rstrip()}\n```",
+                        f"({change}). Diagnosis: {m.why}.",
+                "markdown": f"Surviving mutant **{m.id}** ({m.operator}): no test fails on this change. "
+                            f"Diagnosis: {m.why}.\n\n```diff\n{m.diff.rstrip()}\n```",
             },
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": source_path(report.root, m.file, base), "uriBaseId": "%SRCROOT%"},
@@ -53,7 +53,8 @@ def sarif(report: CiReport, base: Path | None = None) -> str:
             }}],
             "partialFingerprints": {"hwtpMutant/v1": hashlib.sha256(m.key.encode()).hexdigest()},
             "properties": {"mutant": m.id, "original": m.original, "replacement": m.replacement,
-                           "diff": m.diff, "accepted_by_baseline": m.id in accepted},
+                           "diff": m.diff, "accepted_by_baseline": m.id in accepted,
+                           "diagnosis": m.diagnosis.value if m.diagnosis else None},
         })
     log = {
         "$schema": SCHEMA,

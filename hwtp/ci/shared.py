@@ -34,7 +34,7 @@ from typing import Any
 import pyslang
 
 from hwtp import env
-from hwtp.ci import sharedtests
+from hwtp.ci import diagnosis, sharedtests
 from hwtp.ci.config import CiConfig
 from hwtp.ci.runs import (
     Run,
@@ -124,7 +124,8 @@ def _groups(tests: Sequence[TestOutcome], user: Sequence[tuple[str, str]]
 
 
 def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
-                 power_on: dict[str, object] | None) -> tuple[list[Run | None], dict[int, list[str]]]:
+                 power_on: dict[str, object] | None, watch: diagnosis.Watch | None = None,
+                 ) -> tuple[list[Run | None], dict[int, list[str]]]:
     """Run ``states`` in one process: a Run per state (None for those it did not get to), and
     the states whose power-on state could not be restored, with the signals that differed."""
     folder = folder.resolve()
@@ -134,6 +135,8 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
     environ["COCOTB_TEST_MODULES"] = sharedtests.__name__
     environ.pop("COCOTB_TEST_FILTER", None)  # applied by sharedtests, to the user's tests only
     environ[env.CI_SHARED_VAR] = str(_job(folder, states, config, power_on))
+    if watch is not None:
+        environ[env.CI_OBSERVE_VAR] = str(watch.job(folder, 0, config.test_modules, config.test_filter))
     argv = build.backend.command(build.path, config.top, [f"+{PLUSARG}=0"])
     start = time.perf_counter()
     timed_out = False
@@ -175,6 +178,9 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
             runs[position] = Run(EvalStatus.ERROR, (), seconds, f"power-on failed: {marker.message}")
         else:
             runs[position] = run_of(tuple(tests), seconds, tail)
+    if watch is not None:
+        seen = diagnosis.read(folder, watch)
+        runs = [r.with_observations(seen.get(k, [])) if r is not None else None for k, r in enumerate(runs)]
     current = marks[-1].position
     if current < len(states) and runs[current] is None:
         seconds = end_wall - marks[-1].wall
@@ -188,7 +194,8 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
 
 
 def run_shared(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
-               power_on: dict[str, object] | None = None) -> tuple[list[Run], dict[int, list[str]]]:
+               power_on: dict[str, object] | None = None, watch: diagnosis.Watch | None = None,
+               ) -> tuple[list[Run], dict[int, list[str]]]:
     """A Run per state (in order) from as few shared processes as timeouts and crashes allow, and
     the positions whose power-on state could not be restored (their runs are not to be used)."""
     runs: list[Run | None] = [None] * len(states)
@@ -196,7 +203,7 @@ def run_shared(build: Build, config: CiConfig, states: Sequence[int], folder: Pa
     attempt = 0
     while left := [i for i, r in enumerate(runs) if r is None]:
         got, differ = _one_process(build, config, [states[i] for i in left], folder / f"p{attempt}", timeout_s,
-                                   power_on)
+                                   power_on, watch)
         attempt += 1
         if all(r is None for r in got):  # no progress: do not loop
             got[0] = Run(EvalStatus.ERROR, (), 0.0, "the shared simulator process gave no result")
@@ -218,6 +225,14 @@ def _why(what: str, shared: Run, alone: Run) -> str:
             return "fails " + ", ".join(f"{t.module}.{t.name}" for t in run.failed)
         return run.status.value
     return f"{what}: {show(alone)} in a process of its own but {show(shared)} in the shared process"
+
+
+def _outputs_differ(run: Run) -> str:
+    """How an observed golden run's outputs differ from golden's in a process of its own ("": not)."""
+    o = next((o for o in run.observed if o.propagated), None)
+    if o is None:
+        return ""
+    return f"output {o.signal} differs at {o.propagated_ns:g} ns of {o.test} from golden's in a process of its own"
 
 
 def soundness_key(build: Build, config: CiConfig) -> str:
@@ -327,9 +342,11 @@ def power_on_job(design: Design, options: BuildOptions = NO_OPTIONS) -> dict[str
 
 def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: Run, folder: Path,
                 timeout_s: float, power_on: dict[str, object] | None = None, verify: bool = False,
-                progress: Callable[[int, Run], None] | None = None) -> Outcome:
+                progress: Callable[[int, Run], None] | None = None, watch: diagnosis.Watch | None = None,
+                ) -> Outcome:
     """Run every mutant, in shared processes when sound (see the module docstring), else one
-    process each; ``power_on`` is :func:`power_on_job`; ``progress`` is told each mutant's run as it is known."""
+    process each; ``power_on`` is :func:`power_on_job`; ``progress`` is told each mutant's run as it is known;
+    ``watch``: observe each test (:mod:`hwtp.ci.observe`), in either mode."""
     lock = threading.Lock()
 
     def tell(m: int, run: Run) -> None:
@@ -338,7 +355,7 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
                 progress(m, run)
 
     def alone(m: int) -> Run:
-        return run_tests(build, config, m, folder / f"m{m}", timeout_s)
+        return run_tests(build, config, m, folder / f"m{m}", timeout_s, watch)
 
     def per_process(todo: Sequence[int], why: str) -> Outcome:
         def one(m: int) -> tuple[int, Run]:
@@ -359,12 +376,15 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
     chunks = [list(mutants[i::n_proc]) for i in range(n_proc)]
 
     def chunk(i: int) -> tuple[list[Run], dict[int, list[str]]]:
-        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on)
+        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on, watch)
 
     got = procs.map_threads(chunk, range(n_proc), n_proc)
     problems = [_why(f"golden, run {k + 1} in shared process {i + 1}", r, golden)
                 for i, (runs_i, tainted_i) in enumerate(got) for k, r in enumerate(runs_i[:2])
                 if k not in tainted_i and not same(r, golden)]
+    problems += [f"golden, run {k + 1} in shared process {i + 1}: {differs}"
+                 for i, (runs_i, tainted_i) in enumerate(got) for k, r in enumerate(runs_i[:2])
+                 if k not in tainted_i and (differs := _outputs_differ(r))]
     runs: dict[int, Run] = {}
     redo: dict[int, list[str]] = {}
     for i, (runs_i, tainted_i) in enumerate(got):

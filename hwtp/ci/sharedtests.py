@@ -27,16 +27,15 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import time
-from importlib import import_module
 from typing import Any
 
 from cocotb import regression
-from cocotb._decorators import Test, TestGenerator
+from cocotb._decorators import Test
 from cocotb.triggers import Timer
 
 from hwtp import env
+from hwtp.ci import observe
 from hwtp.sim.harness import _collect_state, _Signal
 
 #: Name of the power-on test that starts each state (its position in the job is its argument).
@@ -112,24 +111,6 @@ def _job() -> dict[str, Any]:
     return job
 
 
-def _user_tests(modules: list[str], pattern: str | None) -> list[Test]:
-    """The user's tests as cocotb discovers them (module order, then definition order, by stage)."""
-    found: list[Test] = []
-    for name in modules:
-        for obj in vars(import_module(name)).values():
-            if isinstance(obj, Test):
-                found.append(obj)
-            elif isinstance(obj, TestGenerator):
-                found.extend(obj.generate_tests())
-    found.sort(key=lambda t: t.stage)  # stable, as the regression manager sorts
-    if pattern:
-        wanted = re.compile(pattern)
-        found = [t for t in found if wanted.search(t.fullname)]
-    if not found:
-        raise RuntimeError(f"no cocotb test found in {', '.join(modules)}")
-    return found
-
-
 def _write_partial(path: str) -> None:
     """cocotb's JUnit of the tests finished so far (atomically replaced)."""
     manager = getattr(regression, "_manager_inst", None)
@@ -148,19 +129,24 @@ def _marker(name: str, func: Any, args: tuple[Any, ...], stage: int) -> Test:
 def _register() -> dict[str, Test]:
     job = _job()
     states: list[int] = [int(s) for s in job["states"]]
-    user = _user_tests(list(job["modules"]), job.get("filter"))
+    user = observe.user_tests(list(job["modules"]), job.get("filter"))
     with open(job["tests"], "w", encoding="utf-8") as fh:  # what each state runs, for the host
         json.dump([[t.module, t.name] for t in user], fh)
     state = _State(job.get("reset"), list(job.get("check", [])))
     progress = open(job["progress"], "a", encoding="utf-8")  # noqa: SIM115 (open for the whole run)
+    watching = observe.job()
+    observer = observe.Observer(watching) if watching else None
+    selected = (0, 0)  # (position, mutant) of the state whose tests run now
 
     async def power_on(dut: Any, position: int) -> None:
+        nonlocal selected
         differ: list[str] = []
         if state.snapshot is None:  # the first test starts at t=0: power-on values, nothing to restore
             state.take(dut)
             state.select(states[position])
         elif position < len(states):
             differ = await state.restore(states[position])
+        selected = (position, states[position] if position < len(states) else 0)
         _write_partial(job["partial"])
         progress.write(json.dumps({"position": position, "wall": time.time(), "differ": differ}) + "\n")
         progress.flush()
@@ -174,7 +160,7 @@ def _register() -> dict[str, Test]:
         if position == len(states):
             break
         for test in user:
-            twin = copy.copy(test)
+            twin = observer.wrap(test, lambda: selected) if observer else copy.copy(test)
             twin.stage = stage
             tests[f"_hwtp_{stage:06d}"] = twin
             stage += 1

@@ -81,6 +81,12 @@ def kill_matrix(scores: Scores) -> str:
 )
 @click.option("--reward-levels", default="0,1,2", show_default=True, help="Rewards INVALID,PASS,DETECT.")
 @click.option("--sim", "simulator", default="verilator", show_default=True)
+@click.option(
+    "--diagnose",
+    is_flag=True,
+    help="Also say per (plan, mutant) whether the mutant was activated, "
+    "propagated to an output and detected (a build with activation probes; rewards unchanged).",
+)
 @executor_options
 @trust_option
 def score_command(
@@ -96,6 +102,7 @@ def score_command(
     startup_s: float,
     reward_levels: str,
     simulator: str,
+    diagnose: bool,
     executor: str,
     ray_address: str | None,
     ray_cpus: float | None,
@@ -114,6 +121,7 @@ def score_command(
         limits=Limits(max_cycles=max_cycles, wall_s=wall_s, startup_s=startup_s),
         rewards=_levels(reward_levels),
         simulator=simulator,
+        diagnose=diagnose,
     )
     if wall_s <= 0 or startup_s <= 0:
         raise ConfigError("--timeout and --startup-timeout must be positive numbers of seconds")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from hwtp.design import Design, SourceFile
-from hwtp.mutantset import MutantSet, schemata_sources
+from hwtp.mutantset import MutantSet, probed_sources, schemata_sources
 from hwtp.sim.backends import NO_OPTIONS, get_backend
 from hwtp.sim.buildcache import Build, build_key, ensure_build
 from hwtp.sim.job import Evaluation, Limits
@@ -45,9 +45,12 @@ class Target:
         return ensure_build(get_backend(self.simulator), self.sources, WRAPPER_TOP, root=self.cache_root)
 
 
-def schemata_target(mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None) -> Target:
-    """The target of a mutant set's schemata build (golden and every valid mutant)."""
-    schemata, _ = schemata_sources(mutant_set)
+def schemata_target(
+    mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None, probes: bool = False
+) -> Target:
+    """The target of a mutant set's schemata build (golden and every valid mutant); ``probes``:
+    with activation probes (``hwtp score --diagnose``; another build, never the training one)."""
+    schemata = probed_sources(mutant_set)[0] if probes else schemata_sources(mutant_set)[0]
     return Target(mutant_set.design, build_sources(mutant_set.design, schemata), simulator, cache_root)
 
 

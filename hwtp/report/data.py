@@ -123,7 +123,7 @@ class CiView:
     formula: str
     counts: dict[str, int]
     survivors: dict[str, list[dict[str, Any]]]  # file -> survivors
-    stages: list[str]  # activated/propagated/detected keys present in the report
+    stages: list[str]  # the survivors' columns present: activated, propagated, detected, diagnosis
     killed_by_test: dict[str, int]
     golden_tests: list[str]
     sources: dict[str, list[SourceLine] | None]  # file -> lines (None: not found)
@@ -320,6 +320,29 @@ def _source(file: str, roots: list[Path], mutants: list[dict[str, Any]]) -> list
     ]
 
 
+def _yes_no(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _stage_cells(m: dict[str, Any]) -> dict[str, str]:
+    """A survivor's activated / propagated / detected cells (first time, test and output where known)
+    and its diagnosis sentence (reports of an older hwtp ci have none of them)."""
+    cells = {stage: _yes_no(m[stage]) for stage in _STAGES if stage in m}
+    first = m.get("first_activation")
+    if cells.get("activated") == "yes" and first:
+        cells["activated"] = f"yes, at {first['time_ns']:g} ns of {first['test']}"
+    first = m.get("first_propagation")
+    if cells.get("propagated") == "yes" and first:
+        cells["propagated"] = f"yes, {first['signal']} at {first['time_ns']:g} ns of {first['test']}"
+    if m.get("why"):
+        cells["diagnosis"] = str(m["why"])
+    return cells
+
+
 def ci_view(doc: dict[str, Any], label: str, roots: list[Path]) -> CiView:
     """The score and gate, survivors by file, kills per test and a source view."""
     mutants = list(doc.get("mutants") or [])
@@ -328,7 +351,8 @@ def ci_view(doc: dict[str, Any], label: str, roots: list[Path]) -> CiView:
         by_file[str(m.get("file", "?"))].append(m)
     survivors: dict[str, list[dict[str, Any]]] = {}
     for file, ms in sorted(by_file.items()):
-        alive = sorted((m for m in ms if m.get("status") == "survived"), key=lambda m: (m["line"], m["id"]))
+        alive = sorted(({**m, "cells": _stage_cells(m)} for m in ms if m.get("status") == "survived"),
+                       key=lambda m: (m["line"], m["id"]))
         if alive:
             survivors[file] = alive
     killed = Counter(t for m in mutants if m.get("status") == "killed" for t in m.get("killed_by") or ())
@@ -341,7 +365,8 @@ def ci_view(doc: dict[str, Any], label: str, roots: list[Path]) -> CiView:
         formula=str(doc.get("formula", "")),
         counts=dict(doc.get("counts") or {}),
         survivors=survivors,
-        stages=[s for s in _STAGES if any(s in m for m in mutants)],
+        stages=[s for s in (*_STAGES, "diagnosis") if any(s in m.get("cells", {}) for ms in survivors.values()
+                                                         for m in ms)],
         killed_by_test=dict(killed.most_common()),
         golden_tests=list((doc.get("golden") or {}).get("tests") or []),
         sources={file: _source(file, roots, ms) for file, ms in sorted(by_file.items())},
