@@ -143,44 +143,71 @@ def probe_signals(root: HierarchyObject) -> dict[int, list[tuple[_Signal, bool]]
     return found
 
 
-class _Observation:
-    """One test of an observed evaluation (``hwtp score --diagnose``): the outputs' record
-    (:mod:`hwtp.sim.outputs`) and when a probe of the mutant first fired."""
+class TestWatch:
+    """One test, watched while it runs (``hwtp ci``'s diagnosis, :mod:`hwtp.ci.observe`, and
+    ``hwtp score --diagnose``): the output ports' changes go into ``compare``
+    (:mod:`hwtp.sim.outputs`: recorded, or checked against golden's as they come; following
+    stops at the first difference) and ``activated`` is the first step, since the test's start,
+    at which a probe of the selected mutant fired (0 when a probe wire was already high). It
+    never fails the test it watches: an error while watching is kept in ``broken``."""
 
-    def __init__(self, outputs: dict[str, _Signal], probes: list[tuple[_Signal, bool]]) -> None:
+    def __init__(self, outputs: dict[str, _Signal], compare: Compare | None,
+                 probes: list[tuple[_Signal, bool]]) -> None:
         self.start = get_sim_time("step")
-        self.record = Compare(None, {name: sig.binstr() for name, sig in outputs.items()})
+        self.compare = compare
         self.probed = bool(probes)
+        self.broken = ""
         self.activated: int | None = 0 if any(wire and sig.binstr() == "1" for sig, wire in probes) else None
-        self.tasks = [cocotb.start_soon(self._follow(name, sig)) for name, sig in outputs.items()]
+        self.tasks = [cocotb.start_soon(self._follow(name, sig)) for name, sig in outputs.items()] if compare else []
         if self.activated is None:
             self.tasks += [cocotb.start_soon(self._probe(sig, wire)) for sig, wire in probes]
 
+    def now(self) -> int:
+        return get_sim_time("step") - self.start
+
     async def _follow(self, name: str, sig: _Signal) -> None:
-        while not self.record.full:
-            await sig.handle.value_change
-            self.record.change(get_sim_time("step") - self.start, name, sig.binstr())
+        compare = self.compare
+        assert compare is not None
+        try:
+            while compare.first is None and not compare.full:
+                await sig.handle.value_change
+                compare.change(self.now(), name, sig.binstr())
+        except Exception as exc:  # the watch must never fail the test it watches
+            self.broken = f"{type(exc).__name__}: {exc}"
 
     async def _probe(self, sig: _Signal, wire: bool) -> None:
-        while self.activated is None:
-            await sig.handle.value_change
-            if not wire or sig.binstr() == "1":
-                self.activated = get_sim_time("step") - self.start
+        try:
+            while self.activated is None:
+                await sig.handle.value_change
+                if not wire or sig.binstr() == "1":
+                    self.activated = self.now()
+        except Exception as exc:  # the watch must never fail the test it watches
+            self.broken = f"{type(exc).__name__}: {exc}"
 
-    def end(self) -> dict[str, Any]:
+    def stop(self) -> int:
+        """Stop watching; the test's length in steps."""
+        now = self.now()
         for task in self.tasks:
             if not task.done():
                 task.cancel()
-        end = get_sim_time("step") - self.start
-        self.record.end(end)
-        step_ns = convert(1, "step", to="ns")
-        activated = None if not self.probed else self.activated is not None
-        return {
-            "activated": activated,
-            "activated_ns": None if self.activated is None else self.activated * step_ns,
-            "step_ns": step_ns,
-            "outputs": self.record.record(end),
-        }
+        return now
+
+
+def _observed(watch: TestWatch) -> dict[str, Any]:
+    """What ``hwtp score --diagnose`` reports of one watched test: the activation and the
+    outputs' record, compared with golden's on the host."""
+    end = watch.stop()
+    if watch.broken:
+        raise RuntimeError(f"observing the outputs failed: {watch.broken}")
+    assert watch.compare is not None
+    watch.compare.end(end)
+    step_ns = convert(1, "step", to="ns")
+    return {
+        "activated": None if not watch.probed else watch.activated is not None,
+        "activated_ns": None if watch.activated is None else watch.activated * step_ns,
+        "step_ns": step_ns,
+        "outputs": watch.compare.record(end),
+    }
 
 
 class Harness(PlanTiming):
@@ -221,11 +248,12 @@ class Harness(PlanTiming):
             signal.restore(text)
         await self.begin()
 
-    def observe(self, mutant: int) -> _Observation:
-        """Start observing a test on ``mutant``: its outputs and its activation probes."""
+    def observe(self, mutant: int) -> TestWatch:
+        """Start observing a test on ``mutant``: its outputs (recorded) and its activation probes."""
         if self.probes is None:
             self.probes = probe_signals(self.dut)
-        return _Observation(self.outputs, self.probes.get(mutant, []) if mutant else [])
+        start = {name: sig.binstr() for name, sig in self.outputs.items()}
+        return TestWatch(self.outputs, Compare(None, start), self.probes.get(mutant, []) if mutant else [])
 
     def read(self, name: str) -> tuple[int | None, str]:
         return self.outputs[name].read()
@@ -289,7 +317,7 @@ class Harness(PlanTiming):
                 try:
                     mismatch = await self.run_test(test, deadline, trace)
                 finally:  # its tasks end with the test, also when the evaluation is aborted
-                    observed = watch.end() if watch is not None else None
+                    observed = _observed(watch) if watch is not None else None
                 cycles += self.cycle
                 entry = {"name": test["name"], "passed": mismatch is None, "mismatch": mismatch}
                 if trace:

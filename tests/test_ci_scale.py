@@ -294,7 +294,8 @@ def test_a_testbench_reading_simulation_time_falls_back_to_a_process_per_mutant(
                                                                                run_cli: Run_) -> None:
     root = _example(tmp_path)
     (root / "tests" / "test_sat_counter.py").write_text(TIME_TB)
-    code, out, err = run_cli("ci", "--config", root / "hwtp.yaml", *FEW, "--json", tmp_path / "r.json")
+    # --verify: checked now even when an earlier run of this suite cached the verdict
+    code, out, err = run_cli("ci", "--config", root / "hwtp.yaml", *FEW, "--verify", "--json", tmp_path / "r.json")
     assert code == 0, out + err
     assert "one process per mutant: its tests depend on absolute simulation time" in err, err
     assert "test_sat_counter.test_reset_at_30ns" in err

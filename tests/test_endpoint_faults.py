@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tables import table
 
 from hwtp import mutantset
 from hwtp import mutate as engine
@@ -30,7 +30,6 @@ from hwtp.design import load_design
 from hwtp.errors import EndpointAuthError, PolicyError
 from hwtp.llm.chat import ClientConfig
 from hwtp.llm.client import ChatClient
-from hwtp.store import DB_NAME
 
 _spec = importlib.util.spec_from_file_location("hwtp_tests_fault_server", Path(__file__).with_name("fault_server.py"))
 assert _spec is not None and _spec.loader is not None
@@ -264,14 +263,6 @@ def run_args(rundir: Path, url: str, name: str, *extra: Any) -> list[Any]:
     return ["run", "adder_carry", "-o", rundir, "--states", "2", "-G", "2", "--witness-cycles", "100", "-j", "1",
             "--policy", "openai", "--endpoint", url, "--model", name, "--api-key-env", KEY_VAR,
             "--timeout", "1", "--retries", "0", *extra]  # fmt: skip
-
-
-def table(rundir: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(f"file:{rundir / DB_NAME}?mode=ro", uri=True, timeout=30)
-    try:
-        return list(conn.execute(sql))
-    finally:
-        conn.close()
 
 
 def assert_nothing_downstream(rundir: Path) -> None:

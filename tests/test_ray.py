@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import selectors
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import ServeProcess
 
 import hwtp.rewards as R
 from hwtp import run as loop
@@ -39,7 +39,6 @@ from hwtp.store import DB_NAME, open_store
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'hwtp[ray]')")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
-httpx = pytest.importorskip("httpx")
 
 from hwtp.executors.ray import RayExecutor  # noqa: E402 - needs ray, skipped above
 
@@ -338,47 +337,6 @@ def test_two_processes_of_one_job_share_one_actor_pool(cluster: Any, mutated: An
     assert _until(lambda: not _hwtp_actors()), "the actors outlived the processes that made them"
 
 
-class _Serve:
-    """``hwtp serve`` started as a user does (a process of its own, cwd outside the repository)."""
-
-    def __init__(self, states: Path, cwd: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [HWTP, "serve", str(states), "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        assert self.proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            started = sel.select(120)
-        line = self.proc.stdout.readline() if started else ""
-        if "listening on http://127.0.0.1:" not in line:
-            self.proc.kill()
-            raise AssertionError(f"hwtp serve did not start: {line}{self.proc.communicate()[1]}")
-        self.client = httpx.Client(base_url=line.split("listening on ")[1].split()[0], timeout=300.0)
-
-    def post(self, path: str, body: Any) -> Any:
-        answer = self.client.post(path, json=body)
-        assert answer.status_code == 200, answer.text
-        return answer.json()
-
-    def metrics(self) -> Any:
-        return self.client.get("/metrics").json()
-
-    def stop(self) -> None:
-        self.client.close()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = self.proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            raise AssertionError("hwtp serve did not stop") from None
-        assert self.proc.returncode == 0, err
-
-
 def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any, mutated: Any, tmp_path: Path) -> None:
     """The same OpenRLHF and NeMo Gym requests, on two designs, to ``hwtp serve`` with the local
     executor and with ``--executor ray --ray-address`` (this cluster): the same answers, also for
@@ -398,21 +356,21 @@ def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any,
         for text, truth in zip(*_completions(sets, 1), strict=True)
     ][::3]
 
-    local = _Serve(states, tmp_path, "--workers", "1")
+    local = ServeProcess(states, tmp_path, "--workers", "1")
     try:
-        reference = [local.post("/reward", b) for b in bodies]
-        reference_verify = [local.post("/verify", b) for b in verify]
+        reference = [local.json("/reward", b) for b in bodies]
+        reference_verify = [local.json("/verify", b) for b in verify]
         local_evaluations = local.metrics()["evaluations"]
     finally:
-        local.stop()
+        assert local.stop()[0] == 0
     rewards = reference[1]["rewards"]
     assert len(rewards) == len(bodies[1]["query"]) and len(set(rewards)) >= 2
     assert not any(reference[1]["extra_logs"]["hwtp_indeterminate"])
 
-    server = _Serve(states, tmp_path, "--executor", "ray", "--ray-address", cluster.address, "--ray-chunk", "2")
+    server = ServeProcess(states, tmp_path, "--executor", "ray", "--ray-address", cluster.address, "--ray-chunk", "2")
     try:
-        assert server.post("/reward", bodies[0]) == reference[0]
-        assert [server.post("/verify", b) for b in verify] == reference_verify
+        assert server.json("/reward", bodies[0]) == reference[0]
+        assert [server.json("/verify", b) for b in verify] == reference_verify
         assert {b["ground_truth"]["design"] for b in verify} == set(DESIGNS)
         mine = ray.get_runtime_context().namespace
         found = ray.util.list_named_actors(all_namespaces=True)
@@ -421,7 +379,7 @@ def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any,
         assert names == server.metrics()["executor"]["actors"] and len(names) == 2
 
         answer: dict[str, Any] = {}
-        request = threading.Thread(target=lambda: answer.update(server.post("/reward", bodies[1])))
+        request = threading.Thread(target=lambda: answer.update(server.json("/reward", bodies[1])))
         request.start()
         assert _until(lambda: server.metrics()["in_flight"] > 0, 60)
         ray.kill(ray.get_actor(names[0], namespace=namespace))
@@ -434,10 +392,11 @@ def test_serve_on_ray_answers_as_local_and_survives_a_killed_actor(cluster: Any,
         text = server.client.get("/metrics", params={"format": "prometheus"}).text
         assert f"hwtp_serve_ray_actors_lost_total {ray_stats['actors_lost']}" in text
         assert metrics["evaluations"] == local_evaluations  # the same evaluations behind the same rewards
-        assert server.post("/reward", bodies[0]) == reference[0]  # and on with the replacement...
+        assert server.json("/reward", bodies[0]) == reference[0]  # and on with the replacement...
         assert _hwtp_actors(namespace) == names  # ...under the same name
     finally:
-        server.stop()
+        code, _, err = server.stop()
+    assert code == 0, err
     assert _until(lambda: not _hwtp_actors(namespace)), "hwtp serve's actors outlived it"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tables import table
 
 from hwtp.run import summary
 from hwtp.runconfig import RunConfig
@@ -46,14 +47,6 @@ def run_to_end(rundir: Path, *extra: str) -> tuple[int, str, str]:
     proc = hwtp("run", *DESIGNS, "-o", rundir, *ARGS, *extra)
     out, err = proc.communicate(timeout=1500)
     return proc.returncode, out, err
-
-
-def table(rundir: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(f"file:{rundir / DB_NAME}?mode=ro", uri=True, timeout=30)
-    try:
-        return list(conn.execute(sql))
-    finally:
-        conn.close()
 
 
 def store_content(rundir: Path) -> dict[str, Any]:

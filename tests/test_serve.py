@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import shutil
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import ServeProcess
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
@@ -30,58 +30,6 @@ TOKEN_VAR = "HWTP_TEST_SERVE_TOKEN"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-class Server:
-    """``hwtp serve`` as a subprocess on a free port of 127.0.0.1, cwd outside the repository."""
-
-    def __init__(self, states: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
-        environ = dict(os.environ if env is None else env)
-        if env is None:
-            environ.pop("HWTP_SERVE_TOKEN", None)
-        self.proc = subprocess.Popen(
-            [HWTP, "serve", str(states), "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd,
-            env=environ,
-        )
-        line = self._first_line(60.0)
-        assert "listening on http://127.0.0.1:" in line, line + self._stderr()
-        self.banner = line
-        self.url = line.split("listening on ")[1].split()[0]
-        self.client = httpx.Client(base_url=self.url, timeout=120.0)
-
-    def _first_line(self, seconds: float) -> str:
-        assert self.proc.stdout is not None
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            if not sel.select(seconds):
-                self.proc.kill()
-                raise AssertionError("hwtp serve did not start: " + self._stderr())
-        return self.proc.stdout.readline()
-
-    def _stderr(self) -> str:
-        if self.proc.poll() is None:
-            return ""
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()
-
-    def post(self, path: str, body: Any, **kwargs: Any) -> Any:
-        return self.client.post(path, json=body, **kwargs)
-
-    def stop(self, sig: int = signal.SIGTERM, seconds: float = 60.0) -> tuple[int, str, str]:
-        self.client.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            out, err = self.proc.communicate(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-            raise AssertionError("hwtp serve did not stop: " + err) from None
-        return self.proc.returncode, out, err
 
 
 def descendants(pid: int) -> list[int]:
@@ -155,8 +103,8 @@ def truth(states: dict[str, Any], state: str, *, as_text: bool = True) -> Any:
 
 
 @pytest.fixture(scope="module")
-def server(states: dict[str, Any]) -> Iterator[Server]:
-    srv = Server(states["mutdir"], states["root"], "--max-body-bytes", "200000", "--max-items", "256")
+def server(states: dict[str, Any]) -> Iterator[ServeProcess]:
+    srv = ServeProcess(states["mutdir"], states["root"], "--max-body-bytes", "200000", "--max-items", "256")
     yield srv
     code, _, err = srv.stop()
     assert code == 0, err
@@ -166,7 +114,7 @@ def server(states: dict[str, Any]) -> Iterator[Server]:
 
 
 @pytest.mark.sim
-def test_reward_reproduces_hwtp_score(server: Server, states: dict[str, Any], tmp_path: Path) -> None:
+def test_reward_reproduces_hwtp_score(server: ServeProcess, states: dict[str, Any], tmp_path: Path) -> None:
     """OpenRLHF's body (prompt + response + special tokens) gets ``hwtp score``'s rewards."""
     first = states["ids"][0]
     witness = states["witnesses"][first]
@@ -215,7 +163,7 @@ def test_reward_reproduces_hwtp_score(server: Server, states: dict[str, Any], tm
 
 
 @pytest.mark.sim
-def test_verify_echoes_the_rollout_with_its_reward(server: Server, states: dict[str, Any]) -> None:
+def test_verify_echoes_the_rollout_with_its_reward(server: ServeProcess, states: dict[str, Any]) -> None:
     """NeMo Gym's verify: the body comes back whole, plus ``reward``."""
     first = states["ids"][0]
     body = {
@@ -249,7 +197,7 @@ def test_verify_echoes_the_rollout_with_its_reward(server: Server, states: dict[
 
 
 @pytest.mark.sim
-def test_health_and_metrics(server: Server, states: dict[str, Any]) -> None:
+def test_health_and_metrics(server: ServeProcess, states: dict[str, Any]) -> None:
     health = server.client.get("/health")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     before = server.client.get("/metrics").json()
@@ -272,7 +220,7 @@ def test_health_and_metrics(server: Server, states: dict[str, Any]) -> None:
 
 
 @pytest.mark.sim
-def test_refusals_name_the_problem(server: Server, states: dict[str, Any]) -> None:
+def test_refusals_name_the_problem(server: ServeProcess, states: dict[str, Any]) -> None:
     """Oversized 413, too many items 413, malformed 400, wrong shapes 422 naming the field, an
     unknown or changed mutant set 422 naming it (never a reward of 0)."""
     label = truth(states, "golden")
@@ -312,7 +260,7 @@ def test_refusals_name_the_problem(server: Server, states: dict[str, Any]) -> No
 
 
 @pytest.mark.sim
-def test_a_bad_request_does_not_fail_the_requests_batched_with_it(server: Server, states: dict[str, Any]) -> None:
+def test_a_bad_request_does_not_fail_the_requests_batched_with_it(server: ServeProcess, states: dict[str, Any]) -> None:
     good = {"query": [fenced(drive_plan("b", 3))] * 2, "labels": [truth(states, "golden")] * 2}
     unknown = {"query": ["x"], "labels": [json.dumps({"design": DESIGN, "state": "golden", "mutant_set": "1" * 64})]}
     answers: dict[int, Any] = {}
@@ -340,7 +288,7 @@ def test_concurrent_clients_with_a_killed_simulator(states: dict[str, Any]) -> N
     """8 clients, 6 requests each, one simulator process killed mid-batch: every request is
     answered with one reward per query, in order; each is the reward of a quiet run, except an
     evaluation the kill cut short, which is marked indeterminate (never a silent 0)."""
-    srv = Server(states["mutdir"], states["root"], "--workers", "2")
+    srv = ServeProcess(states["mutdir"], states["root"], "--workers", "2")
     try:
         labels = ["golden", *states["ids"]]
         bodies = []
@@ -412,7 +360,7 @@ def test_concurrent_clients_with_a_killed_simulator(states: dict[str, Any]) -> N
 def test_bearer_token_and_time_limit(states: dict[str, Any]) -> None:
     secret = "s3cret-token-value"
     env = {**os.environ, TOKEN_VAR: secret}
-    srv = Server(states["mutdir"], states["root"], "--token-env", TOKEN_VAR, env=env)
+    srv = ServeProcess(states["mutdir"], states["root"], "--token-env", TOKEN_VAR, env=env)
     auth = {"Authorization": f"Bearer {secret}"}
     body = {"query": [fenced(drive_plan("t", 1))], "labels": [truth(states, "golden")]}
     try:
@@ -429,7 +377,7 @@ def test_bearer_token_and_time_limit(states: dict[str, Any]) -> None:
     assert TOKEN_VAR in srv.banner and secret not in srv.banner + out + err
     # the request's time limit on a request that takes longer (a fresh server: its first request
     # starts the simulators, far beyond 10 ms, then 1.2 M cycles): 504, not a partial answer
-    srv = Server(states["mutdir"], states["root"], "--request-timeout", "0.01")
+    srv = ServeProcess(states["mutdir"], states["root"], "--request-timeout", "0.01")
     try:
         slow = srv.post("/reward", long_body(states, 20, "slow"))
         assert slow.status_code == 504 and "time limit of 0.01 s" in slow.json()["error"]
@@ -465,7 +413,7 @@ def test_sigterm_finishes_accepted_requests(states: dict[str, Any]) -> None:
     """One request in flight and one queued (concurrency 1, queue 1), a third refused with 503 and
     Retry-After; then SIGTERM: both accepted requests are answered in full, the service exits 0
     and leaves no process behind."""
-    srv = Server(states["mutdir"], states["root"], "--workers", "1", "--concurrency", "1", "--queue", "1")
+    srv = ServeProcess(states["mutdir"], states["root"], "--workers", "1", "--concurrency", "1", "--queue", "1")
     answers: dict[str, Any] = {}
 
     def send(name: str, body: dict[str, Any]) -> None:

@@ -33,12 +33,11 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-import cocotb
 from cocotb._decorators import Test, TestGenerator
-from cocotb.simtime import convert, get_sim_time
+from cocotb.simtime import convert
 
 from hwtp import env
-from hwtp.sim.harness import _Signal, probe_signals
+from hwtp.sim.harness import TestWatch, _Signal, probe_signals
 from hwtp.sim.outputs import Compare
 
 
@@ -66,64 +65,25 @@ def record_name(fullname: str) -> str:
 
 
 class _Watch:
-    """One test's observation: output changes and the selected mutant's probes."""
+    """One user test's observation (:class:`hwtp.sim.harness.TestWatch`) and its JSON line."""
 
     def __init__(self, observer: Observer, dut: Any, state: tuple[int, int], fullname: str) -> None:
         self.observer = observer
-        self.position, mutant = state
-        self.mutant = mutant
+        self.position, self.mutant = state
         self.fullname = fullname
-        self.start = get_sim_time("step")
-        self.outputs = {name: _Signal(getattr(dut, name)) for name in observer.outputs}
-        start = {name: sig.binstr() for name, sig in self.outputs.items()}
-        self.compare: Compare | None = None
+        outputs = {name: _Signal(getattr(dut, name)) for name in observer.outputs}
+        start = {name: sig.binstr() for name, sig in outputs.items()}
+        compare: Compare | None = None
         if observer.record is not None:
-            self.compare = Compare(None, start)
+            compare = Compare(None, start)
         elif observer.golden is not None:
-            self.compare = Compare(observer.golden_record(fullname), start)
-        self.activated: int | None = None
-        self.broken = ""  # why the observation failed (then nothing of it is reported)
-        probes = observer.probes(dut).get(mutant, []) if mutant else []
-        self.probed = bool(probes)
-        self.tasks = []
-        for sig in self.outputs.values() if self.compare is not None else ():
-            self.tasks.append(cocotb.start_soon(self._follow(sig)))
-        for sig, wire in probes:
-            if wire and sig.binstr() == "1":
-                self.activated = 0
-        if self.activated is None:
-            self.tasks.extend(cocotb.start_soon(self._probe(sig, wire)) for sig, wire in probes)
-
-    def _now(self) -> int:
-        return get_sim_time("step") - self.start
-
-    async def _follow(self, sig: _Signal) -> None:
-        """Record one output's changes until a difference from golden's is found (the other
-        outputs' tasks then end at their next change, or with the test)."""
-        name = sig.path.rpartition(".")[2]
-        compare = self.compare
-        assert compare is not None
-        try:
-            while compare.first is None and not compare.full:
-                await sig.handle.value_change
-                compare.change(self._now(), name, sig.binstr())
-        except Exception as exc:  # the observer must never fail the user's test
-            self.broken = f"{type(exc).__name__}: {exc}"
-
-    async def _probe(self, sig: _Signal, wire: bool) -> None:
-        try:
-            while self.activated is None:
-                await sig.handle.value_change
-                if not wire or sig.binstr() == "1":
-                    self.activated = self._now()
-        except Exception as exc:  # the observer must never fail the user's test
-            self.broken = f"{type(exc).__name__}: {exc}"
+            compare = Compare(observer.golden_record(fullname), start)
+        probes = observer.probes(dut).get(self.mutant, []) if self.mutant else []
+        self.watch = TestWatch(outputs, compare, probes)
 
     def end(self) -> None:
-        now = self._now()
-        for task in self.tasks:
-            if not task.done():
-                task.cancel()
+        watch = self.watch
+        now = watch.stop()
         row: dict[str, Any] = {
             "position": self.position,
             "mutant": self.mutant,
@@ -134,14 +94,14 @@ class _Watch:
             "propagated_ns": None,
             "signal": None,
         }
-        if self.broken:
-            row["broken"] = self.broken
+        if watch.broken:
+            row["broken"] = watch.broken
             self.observer.write(row)
             return
-        if self.probed:
-            row["activated"] = self.activated is not None
-            row["activated_ns"] = _ns(self.activated)
-        compare = self.compare
+        if watch.probed:
+            row["activated"] = watch.activated is not None
+            row["activated_ns"] = _ns(watch.activated)
+        compare = watch.compare
         if compare is not None:
             compare.end(now)
             if self.observer.record is not None:
