@@ -24,6 +24,8 @@ What "activated" means, by guard kind (:class:`hwtp.mutators.site.Site`):
 - not probed (activation unknown): ``edge`` mutants, code inside functions and tasks (their
   arguments and locals), roots that call a system function other than a pure one (evaluating
   ``$random`` twice would change the run), bare generate items without a block of their own,
+  roots in a statement holding a macro use or included text (no anchor: their offsets are not
+  all the file's own),
   and operators whose guard is not inside a root expression hwtp indexes.
 """
 

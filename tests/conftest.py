@@ -6,6 +6,8 @@ library is compiled once for all builds (``hwtp.sim.verilated_runtime``)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,7 +44,8 @@ def data_dir() -> Path:
 
 
 class _Mutated:
-    """One ``hwtp mutate -n 32`` per design per session, shared by every test that needs it."""
+    """One ``hwtp mutate -n 32`` per design per session, shared by every test that needs it
+    (under pytest-xdist by every worker: the first makes it under a file lock, the others read it)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -50,13 +53,20 @@ class _Mutated:
 
     def __call__(self, name: str) -> object:
         if name not in self.sets:
-            design = load_design(name)
-            result = engine.mutate(design, engine.MutationConfig(n=32, seed=0, jobs=2))
-            mutantset.write(result, self.root / name)
-            self.sets[name] = mutantset.load(self.root / name)
+            folder = self.root / name
+            with (self.root / f"{name}.lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not (folder / "mutants.json").is_file():
+                    result = engine.mutate(load_design(name), engine.MutationConfig(n=32, seed=0, jobs=2))
+                    mutantset.write(result, folder)
+            self.sets[name] = mutantset.load(folder)
         return self.sets[name]
 
 
 @pytest.fixture(scope="session")
 def mutated(tmp_path_factory: pytest.TempPathFactory) -> _Mutated:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the session's folder, shared by its workers
+        root = tmp_path_factory.getbasetemp().parent / "mutants"
+        root.mkdir(exist_ok=True)
+        return _Mutated(root)
     return _Mutated(tmp_path_factory.mktemp("mutants"))
