@@ -322,10 +322,11 @@ def _keep_killable_first(
     80 of the 90 s of ``hwtp mutate -n 32``). ``--formal all`` then checks the N chosen."""
     assert config.n is not None
     staged = classify(_number(design, config.seed, candidates), replace(config, formal="off"))
-    if config.formal != "off" and len([m for m in staged.valid if m.klass == MutantClass.KILLABLE]) < config.n:
-        staged = _with_formal_verdicts(staged, config)
-    by_site = {m.sites[0]: m for m in staged.mutants}
     killable = [m.sites[0] for m in staged.valid if m.klass == MutantClass.KILLABLE]
+    if config.formal != "off" and len(killable) < config.n:
+        staged = _with_formal_verdicts(staged, config)
+        killable = [m.sites[0] for m in staged.valid if m.klass == MutantClass.KILLABLE]
+    by_site = {m.sites[0]: m for m in staged.mutants}
     proved = {m.sites[0] for m in staged.valid if m.proved_equivalent}
     others = [m.sites[0] for m in staged.valid
               if m.klass not in (MutantClass.KILLABLE, NONTERMINATING) and m.sites[0] not in proved]

@@ -256,17 +256,11 @@ def _design(r: _Reader, root: Path) -> dict[str, Any]:
             sources = [sources]
         if not isinstance(sources, list) or not sources:
             raise r.error(("design", "sources"), "expected a non-empty list of RTL files (or design.folder)")
-        rels = []
-        for i, rel in enumerate(sources):
-            full = r.inside(("design", "sources", i), root, rel, "file")
-            if not full.is_relative_to(root):
-                raise r.error(("design", "sources", i),
-                              f"{rel!r} is outside {root}; move {r.path.name} up to a common folder")
-            rels.append(full.relative_to(root).as_posix())
+        rels = _relative_paths(r, ("design", "sources"), root, sources, "file")
         top = design.get("top")
         if not isinstance(top, str) or not _IDENT.match(top):
             raise r.error(("design", "top"), "required: the name of the top module your tests drive")
-        out.update(sources=tuple(rels), top=top)
+        out.update(sources=rels, top=top)
     out["clock"], out["reset"] = _clock_reset(r, design)
     return out
 
@@ -339,12 +333,16 @@ def _includes(r: _Reader, root: Path, value: Any) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list):
         raise r.error(("build", "includes"), "expected a list of folders")
+    return _relative_paths(r, ("build", "includes"), root, value, "dir")
+
+
+def _relative_paths(r: _Reader, key: tuple[str, ...], root: Path, values: list[Any], want: str) -> tuple[str, ...]:
+    """Each of ``values`` (a ``want``: file or dir) inside ``root``, as a path relative to it."""
     out = []
-    for i, rel in enumerate(value):
-        full = r.inside(("build", "includes", i), root, rel, "dir")
+    for i, rel in enumerate(values):
+        full = r.inside((*key, i), root, rel, want)
         if not full.is_relative_to(root):
-            raise r.error(("build", "includes", i),
-                          f"{rel!r} is outside {root}; move {r.path.name} up to a common folder")
+            raise r.error((*key, i), f"{rel!r} is outside {root}; move {r.path.name} up to a common folder")
         out.append(full.relative_to(root).as_posix() or ".")
     return tuple(out)
 
