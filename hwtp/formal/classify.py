@@ -213,7 +213,7 @@ def _prepare(
     script.write_text(miter.prepare_script(design, files, listing, config.build), encoding="utf-8")
     started = time.monotonic()
     try:
-        done = procs.run([exe, "-q", "-s", str(script)], timeout=max(60.0, config.bounds.timeout_s),
+        done = procs.run(yosys.command(exe, script, root), timeout=max(60.0, config.bounds.timeout_s),
                          capture_output=True, text=True, cwd=root)
     except subprocess.TimeoutExpired:  # the group is already killed
         return f"Yosys did not elaborate the design within {time.monotonic() - started:.0f} s", []

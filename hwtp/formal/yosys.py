@@ -8,6 +8,7 @@ its own verdict.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import shutil
@@ -63,12 +64,23 @@ class Run:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def command(exe: str, script: Path, cwd: Path) -> list[str]:
+    """The command line that runs ``script`` from ``cwd``, the script named from ``cwd``.
+
+    The scripts name every file from their folder too: the YoWASP wheel (WebAssembly, WASI)
+    reaches the host's files through preopened folders, and an absolute path under ``/tmp``,
+    where the formal checks work, is not found there (``Can't open script file``), while a
+    path relative to its working folder is.
+    """
+    return [exe, "-q", "-s", os.path.relpath(script, cwd)]
+
+
 def run_script(exe: str, script: Path, marker: str, limit_s: float, cwd: Path, startup_s: float = 60.0) -> Run:
     """Run ``script``; each line ``{marker} TAG`` starts TAG (``end`` closes the last)."""
     lines: queue.Queue[str | None] = queue.Queue()
     result = Run()
     with procs.supervised(
-        [*_line_buffered(), exe, "-q", "-s", str(script)],
+        [*_line_buffered(), *command(exe, script, cwd)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
