@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -202,3 +204,14 @@ def test_clock_and_reset_options_have_the_manifest_limits(
 ) -> None:
     code, _, err = run_cli("sim", data_dir / "counter.v", option, value)
     assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_python_started_in_the_checkout_root_imports_every_subpackage() -> None:
+    """A script or a Ray worker started in the checkout's root finds ``./hwtp`` before the
+    installed package; hwtp.sim, hwtp.mutators and hwtp.designs (top-level folders there)
+    must still import."""
+    root = Path(__file__).resolve().parent.parent
+    code = "import hwtp.rewards, hwtp.sim.warm, hwtp.mutators.operators, hwtp.designs; print(hwtp.sim.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).resolve() == root / "sim" / "__init__.py"
