@@ -187,11 +187,7 @@ def load_reference(path: Path, mutant_set: MutantSet) -> Reference:
     input of ``hwtp score --plans`` (a plan file, a folder of plans, an ``hwtp plan`` folder)."""
     from hwtp.planset import read_plans
 
-    design = mutant_set.design.name
-    if is_run_folder(path):
-        plans = best_plans(path, design)
-    else:
-        plans = read_plans([str(path)])
+    plans = best_plans(path, mutant_set.design.name) if is_run_folder(path) else read_plans([str(path)])
     return Reference(str(path), tuple(plans))
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -176,7 +176,7 @@ def reward_scheme_options(func: F) -> F:
             click.option(
                 "--reward-penalty",
                 type=float,
-                help=f"incremental: subtracted from the pass level for a plan that kills nothing new [{DEFAULT_PENALTY}].",
+                help=f"incremental: taken from the pass level of a plan that kills nothing new [{DEFAULT_PENALTY}].",
             ),
             click.option(
                 "--reference-suite",
