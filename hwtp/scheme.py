@@ -214,3 +214,25 @@ def with_reference(scheme: RewardScheme, reference: Path | None, mutant_set: Mut
             "(a run folder, whose best plans of the design are the suite, or a plan file or folder)"
         )
     return RewardScheme(scheme.name, scheme.penalty, load_reference(reference, mutant_set))
+
+
+def recorded_scheme(docs: Sequence[Mapping[str, Any]], wanted: str | None = None) -> dict[str, Any]:
+    """The one reward scheme that scored these scores documents (a document without one was
+    scored by ``smu``); ``wanted``: the scheme they must have been scored with. A mix of schemes,
+    or another scheme than ``wanted``, is refused: rewards of two schemes are not one scale."""
+    found: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        raw = doc.get("reward_scheme") or {"name": SMU}
+        record = dict(raw) if isinstance(raw, Mapping) else {"name": raw}
+        found.setdefault(repr(sorted(record.items())), record).setdefault("design", doc.get("design"))
+    if len(found) > 1:
+        names = ", ".join(f"{r['name']} ({r.get('design')})" for r in found.values())
+        raise ConfigError(f"the scores were made with different reward schemes: {names}; score them with one scheme")
+    record = next(iter(found.values()), {"name": SMU})
+    record.pop("design", None)
+    if wanted is not None and record.get("name") != wanted:
+        raise ConfigError(
+            f"--reward-scheme {wanted}: the scores were made with reward scheme {record.get('name')!r}; "
+            f"score again with hwtp score --reward-scheme {wanted}"
+        )
+    return record
