@@ -37,7 +37,9 @@ def evaluations(plan: str, golden: str, killed: set[str], unfinished: set[str] =
     for m in K:
         status = "timeout" if m in unfinished else "fail" if m in killed else "pass"
         first = {"test": "t", "port": "q"} if status == "fail" else None
-        out[f"{plan}@{m}"] = EvalResult(f"{plan}@{m}", EvalStatus(status), first, reason="hang" if status == "timeout" else None)
+        out[f"{plan}@{m}"] = EvalResult(
+            f"{plan}@{m}", EvalStatus(status), first, reason="hang" if status == "timeout" else None
+        )
     return out
 
 
@@ -68,7 +70,12 @@ def test_worked_example_numbers_exactly() -> None:
     assert {p: s.reward for p, s in incremental.items()} == {"A": 0, "B": 0, "C": 0.5, "D": 1.5, "E": 2, "F": 1.5}
     # outcomes stay the plan's on its own state; F's hang on m4 makes it indeterminate under the dense schemes
     assert [smu[p].outcome for p in "ABCDEF"] == [
-        Outcome.INVALID, Outcome.GOLDEN_FAIL, Outcome.DETECTED, Outcome.DETECTED, Outcome.DETECTED, Outcome.PASSED
+        Outcome.INVALID,
+        Outcome.GOLDEN_FAIL,
+        Outcome.DETECTED,
+        Outcome.DETECTED,
+        Outcome.DETECTED,
+        Outcome.PASSED,
     ]
     for dense in (fraction, incremental):
         assert [dense[p].outcome for p in "ABCDE"] == [smu[p].outcome for p in "ABCDE"]
@@ -128,7 +135,9 @@ def test_all_perfect_plans_give_all_zero_advantages(scheme: RewardScheme) -> Non
 def test_scheme_records_and_refusals() -> None:
     assert RewardScheme().as_dict() == {"name": "smu"}
     assert RewardScheme(INCREMENTAL, 0.25, Reference("runs/a")).as_dict() == {
-        "name": "incremental", "penalty": 0.25, "reference": "runs/a"
+        "name": "incremental",
+        "penalty": 0.25,
+        "reference": "runs/a",
     }
     with pytest.raises(ConfigError, match="unknown reward scheme 'dense'"):
         RewardScheme("dense")
@@ -146,8 +155,12 @@ def test_scheme_records_and_refusals() -> None:
 
 
 def test_bad_scheme_names_are_refused_cleanly(run_cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for command in (["score", str(tmp_path), "--plans", "x"], ["run", "-o", str(tmp_path / "r")],
-                    ["serve", str(tmp_path)], ["export", str(tmp_path), "-o", str(tmp_path / "e")]):
+    for command in (
+        ["score", str(tmp_path), "--plans", "x"],
+        ["run", "-o", str(tmp_path / "r")],
+        ["serve", str(tmp_path)],
+        ["export", str(tmp_path), "-o", str(tmp_path / "e")],
+    ):
         code, _, err = run_cli(*command, "--reward-scheme", "dense")
         assert code == 2, (command, err)
         assert "Invalid value for '--reward-scheme': 'dense' is not one of 'smu', 'kill-fraction', 'incremental'" in err
@@ -302,8 +315,18 @@ def test_export_and_run_record_the_scheme(run_cli: Cli, made: dict[str, Any], tm
     # a suite of plans, and a run folder (the design's accumulated best plans there)
     for suite in (made["plans"], rundir):
         inc = tmp_path / "inc.json"
-        code, _, err = run_cli("score", made["mutdir"], "--plans", made["plans"], "--json", inc,
-                               "--reward-scheme", "incremental", "--reference-suite", suite)
+        code, _, err = run_cli(
+            "score",
+            made["mutdir"],
+            "--plans",
+            made["plans"],
+            "--json",
+            inc,
+            "--reward-scheme",
+            "incremental",
+            "--reference-suite",
+            suite,
+        )
         assert code == 0, err
         doc = json.loads(inc.read_text())
         assert doc["reward_scheme"] == {"name": "incremental", "penalty": 0.5, "reference": str(suite)}
