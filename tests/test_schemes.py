@@ -334,3 +334,37 @@ def test_export_and_run_record_the_scheme(run_cli: Cli, made: dict[str, Any], tm
         assert correct and all(r["reward"] in (0.5, 1.0) or r["reward"] > 1.0 for r in correct)
         if suite == made["plans"]:  # every plan is in its own suite: nothing left to kill, no penalty
             assert {r["reward"] for r in correct} == {1.0} and {r["ceiling"] for r in correct} == {1.0}
+
+
+@pytest.mark.sim
+def test_a_plan_of_every_witness_is_perfect_under_every_scheme(run_cli: Cli, made: dict[str, Any]) -> None:
+    """All witnesses in one plan kill every killable mutant: at the ceiling on every state, so
+    every advantage is 0, under each scheme (the incremental suite: one witness)."""
+    import yaml
+
+    tests = []
+    for path in sorted((made["mutdir"] / "witnesses").glob("*.yaml")):
+        tests.extend(yaml.safe_load(path.read_text())["tests"])
+    folder = made["root"] / "all-witnesses"
+    folder.mkdir(exist_ok=True)
+    states = ["golden", *(m.id for m in made["set"].states)]
+    for state in states:  # the same plan written for every state
+        (folder / f"{state}.yaml").write_text(yaml.safe_dump({"tests": tests}))
+    suite = made["mutdir"] / "witnesses" / f"{made['set'].valid[0].id}.yaml"
+    for extra in (
+        (),
+        ("--reward-scheme", "kill-fraction"),
+        ("--reward-scheme", "incremental", "--reference-suite", suite),
+    ):
+        out = made["root"] / "perfect.json"
+        code, _, err = run_cli("score", made["mutdir"], "--plans", folder, "--json", out, *extra)
+        assert code == 0, err
+        doc = json.loads(out.read_text())
+        # plans from files are tied to no state: each is scored on every state
+        results = [r for r in doc["results"] if r["plan"] == r["state"]]
+        assert len(results) == len(states)
+        assert all(r["reward"] == r["ceiling"] for r in results), extra
+        doc["results"] = results
+        for by in ("state", "design"):
+            records = advantage_records([doc], preset("grpo-smu"), by=by)  # type: ignore[arg-type]
+            assert all(r["advantage"] == 0.0 for r in records), (extra, by)
