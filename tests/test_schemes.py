@@ -368,3 +368,27 @@ def test_a_plan_of_every_witness_is_perfect_under_every_scheme(run_cli: Cli, mad
         for by in ("state", "design"):
             records = advantage_records([doc], preset("grpo-smu"), by=by)  # type: ignore[arg-type]
             assert all(r["advantage"] == 0.0 for r in records), (extra, by)
+
+
+@pytest.mark.sim
+def test_trainer_hook_ceilings_follow_the_scheme(made: dict[str, Any]) -> None:
+    """GRPO-SMu in the trainer takes each state's ceiling from the configured scheme: golden's is
+    the detect level under the dense schemes (a golden plan can kill as much as any)."""
+    from hwtp.rewards.grpo_smu import advantages, state_ceilings
+
+    first = made["set"].valid[0].id
+    truths = [{"design": DESIGN, "state": s, "mutant_set": made["hash"]} for s in ("golden", first)]
+    R.configure(states=[made["mutdir"]], workers=1)
+    assert state_ceilings(truths) == [1.0, 2.0]
+    R.configure(reward_scheme=KILL_FRACTION)
+    assert state_ceilings(truths) == [2.0, 2.0]
+    everything = made["root"] / "suite"
+    everything.mkdir(exist_ok=True)
+    for m in made["set"].valid:  # every witness: the suite kills every killable mutant
+        (everything / f"{m.id}.yaml").write_text(witness_plan(made, m.id))
+    R.configure(reward_scheme=INCREMENTAL, reference=everything)
+    assert state_ceilings(truths) == [1.0, 1.0]  # nothing left to kill
+    # perfect kill-fraction rewards on golden and a mutant: no advantage either way
+    R.configure(reward_scheme=KILL_FRACTION)
+    adv = advantages([2.0, 2.0], [DESIGN] * 2, ["golden", first], state_ceilings(truths))
+    assert adv.tolist() == [0.0, 0.0]
