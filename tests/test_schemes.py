@@ -392,3 +392,17 @@ def test_trainer_hook_ceilings_follow_the_scheme(made: dict[str, Any]) -> None:
     R.configure(reward_scheme=KILL_FRACTION)
     adv = advantages([2.0, 2.0], [DESIGN] * 2, ["golden", first], state_ceilings(truths))
     assert adv.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.trainer
+def test_grpo_smu_trainer_takes_the_scheme_before_it_loads_anything() -> None:
+    """``GRPOSMuTrainer(reward_scheme=...)`` sets hwtp.rewards' scheme (rewards and ceilings) at
+    once; a bad name is refused before TRL builds anything."""
+    pytest.importorskip("trl")
+    from hwtp.rewards.grpo_smu import GRPOSMuTrainer
+
+    with pytest.raises(ConfigError, match="reward_scheme='dense'"):
+        GRPOSMuTrainer(reward_scheme="dense")
+    with pytest.raises(TypeError):  # no model: TRL's own refusal, after the scheme is set
+        GRPOSMuTrainer(reward_scheme=KILL_FRACTION)
+    assert R.settings().reward_scheme().name == KILL_FRACTION
