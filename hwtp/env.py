@@ -22,6 +22,12 @@ DESIGNS_VAR = "HWTP_DESIGNS"
 REWARD_WORKERS_VAR = "HWTP_REWARD_WORKERS"
 #: Where the reward functions simulate (``local`` or ``ray``) unless ``configure(executor=...)`` says.
 REWARD_EXECUTOR_VAR = "HWTP_REWARD_EXECUTOR"
+#: The reward scheme of the reward functions (``smu``, ``kill-fraction``, ``incremental``) unless ``configure`` says.
+REWARD_SCHEME_VAR = "HWTP_REWARD_SCHEME"
+#: The incremental scheme's penalty for a plan that kills nothing new, unless ``configure`` says.
+REWARD_PENALTY_VAR = "HWTP_REWARD_PENALTY"
+#: The incremental scheme's reference suite (a run folder or plans) unless ``configure`` says.
+REWARD_REFERENCE_VAR = "HWTP_REWARD_REFERENCE"
 #: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
 SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"  # noqa: S105 (the variable's name, not a token)
 #: Default variable holding the API key of an OpenAI-compatible endpoint.

@@ -31,6 +31,7 @@ from hwtp.planset import PlanInput, plan_input
 from hwtp.policy import Policy, make_policy
 from hwtp.prompt import Templates
 from hwtp.runconfig import STAGES, RunConfig, changes, first_stage
+from hwtp.scheme import RewardScheme, make_scheme, with_reference
 from hwtp.score import (
     INDETERMINATE,
     RewardLevels,
@@ -199,7 +200,7 @@ def score_stage(
     name = mutant_set.design.name
     if store.stage_done(name, "score"):
         return 0.0
-    score_config = ScoreConfig(jobs=config.jobs)
+    score_config = ScoreConfig(jobs=config.jobs, scheme=run_scheme(config, mutant_set))
     prepared = prepare(mutant_set, plan_inputs(store, name), score_config)
     workdir = store.root / "work" / name
     store.bump("simulations_ingested", _ingest_leftovers(store, name, workdir, set(prepared.evaluations)))
@@ -233,23 +234,33 @@ def score_stage(
     return seconds
 
 
-def score_doc(store: Store, design: str, samples: list[SampleResult]) -> dict[str, Any]:
+def run_scheme(config: RunConfig, mutant_set: mutantset.MutantSet | None = None) -> RewardScheme:
+    """The run's reward scheme; with ``mutant_set``, with the design's reference suite (incremental)."""
+    reference = Path(config.reference_suite) if config.reference_suite else None
+    scheme = make_scheme(config.reward_scheme, config.reward_penalty, reference)
+    return scheme if mutant_set is None else with_reference(scheme, reference, mutant_set)
+
+
+def score_doc(
+    store: Store, design: str, samples: list[SampleResult], scheme: RewardScheme | None = None
+) -> dict[str, Any]:
     """``design``'s samples in the scores JSON shape (``hwtp score --json``)."""
     row = store.design_row(design)
     return {
         "design": design,
         "mutant_set": row.set_hash if row else "",
         "rewards": RewardLevels().as_dict(),
+        "reward_scheme": (scheme or RewardScheme()).as_dict(),
         "results": [s.as_dict() for s in samples],
     }
 
 
-def score_docs(store: Store, designs: list[str]) -> list[dict[str, Any]]:
-    return [score_doc(store, d, store.samples(d)) for d in designs]
+def score_docs(store: Store, designs: list[str], scheme: RewardScheme | None = None) -> list[dict[str, Any]]:
+    return [score_doc(store, d, store.samples(d), scheme) for d in designs]
 
 
 def advantage_stage(store: Store, designs: list[str], config: RunConfig) -> list[dict[str, Any]]:
-    docs = score_docs(store, designs)
+    docs = score_docs(store, designs, run_scheme(config))
     records = advantage_records(docs, preset(config.preset), by=config.group_by)  # type: ignore[arg-type]
     hashes = {d["design"]: d["mutant_set"] for d in docs}
     for r in records:
@@ -262,7 +273,13 @@ def advantage_stage(store: Store, designs: list[str], config: RunConfig) -> list
 
 def export_stage(store: Store, designs: list[str], config: RunConfig, records: list[dict[str, Any]]) -> None:
     plans = {(row.design, row.plan): row.record for d in designs for row in store.plans(d)}
-    metadata = {"preset": config.preset, "group_by": config.group_by, "seed": config.seed, "policy": config.policy}
+    metadata = {
+        "preset": config.preset,
+        "group_by": config.group_by,
+        "seed": config.seed,
+        "policy": config.policy,
+        "reward_scheme": run_scheme(config).as_dict(),
+    }
     rows = base_records(records, plans, metadata)
     for fmt in config.formats:
         out = store.root / "export" / fmt

@@ -19,6 +19,7 @@ from hwtp.advantage import PRESETS
 from hwtp.env import DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError
 from hwtp.export import FORMATS
+from hwtp.scheme import DEFAULT_PENALTY, SMU, check_name
 
 STAGES = ("mutate", "plan", "score", "advantage", "export")
 POLICIES = ("random", "openai", "replay")
@@ -79,6 +80,10 @@ def check_field(key: str, value: Any) -> str | None:
         return f"must be at least 1, got {value}"
     if key == "temperature" and value < 0:
         return f"must be at least 0, got {value}"
+    if key == "reward_scheme":
+        return check_name(value)
+    if key == "reward_penalty" and not value >= 0:
+        return f"must be at least 0, got {value}"
     if key == "top_p" and not 0 < value <= 1:
         return f"must be above 0 and at most 1, got {value}"
     return None
@@ -110,6 +115,9 @@ class RunConfig:
     timeout: float = 300.0  # total deadline of one endpoint request, s; not part of the fingerprint
     retries: int = 5  # retries of a failed endpoint request; not part of the fingerprint
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # not part of the fingerprint
+    reward_scheme: str = SMU  # hwtp.scheme: smu, kill-fraction or incremental
+    reward_penalty: float = DEFAULT_PENALTY  # incremental: a plan that kills nothing new
+    reference_suite: str | None = None  # incremental: a run folder or plans (the design's suite)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -124,6 +132,10 @@ class RunConfig:
                 raise FieldError("endpoint", problem)
         if self.policy == "replay" and not self.replay_from:
             raise FieldError("policy", "policy replay needs --from DIR")
+        if self.reward_scheme == "incremental" and not self.reference_suite:
+            raise FieldError("reward_scheme", "incremental needs --reference-suite PATH (a run folder or plans)")
+        if self.reference_suite and self.reward_scheme != "incremental":
+            raise FieldError("reference_suite", f"only the incremental scheme has one, not {self.reward_scheme!r}")
 
     def fingerprint(self) -> dict[str, Any]:
         data = asdict(self)
@@ -133,6 +145,9 @@ class RunConfig:
             data.pop(name)
         data["designs"] = list(self.designs)
         data["formats"] = list(self.formats)
+        if self.reward_scheme == SMU:  # runs made before reward schemes keep their fingerprint
+            for name in ("reward_scheme", "reward_penalty", "reference_suite"):
+                data.pop(name)
         return data
 
 
@@ -153,6 +168,9 @@ FIELD_STAGE = {
     "replay_from": "plan",
     "preset": "advantage",
     "group_by": "advantage",
+    "reward_scheme": "score",
+    "reward_penalty": "score",
+    "reference_suite": "score",
     "formats": "export",
     "batch_size": "export",
 }
@@ -209,8 +227,9 @@ def _coerce(where: str, key: str, value: Any) -> Any:
         "top_p": float,
         "max_tokens": int,
         "batch_size": int,
+        "reward_penalty": float,
     }.get(key, str)
-    if value is None and key in ("endpoint", "model", "max_tokens", "replay_from", "batch_size"):
+    if value is None and key in ("endpoint", "model", "max_tokens", "replay_from", "batch_size", "reference_suite"):
         return None
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)

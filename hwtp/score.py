@@ -4,14 +4,15 @@ A sample is a (state, plan) pair. Each plan is evaluated once on golden, and onc
 state it is scored on; the golden evaluation is shared by all its samples. Outcomes follow
 Rewards (README): ``invalid`` and ``golden_fail`` earn the invalid level, ``passed`` the
 golden-pass level, ``detected`` the detect level; a ``timeout`` or ``error`` is
-indeterminate (never a kill).
+indeterminate (never a kill). Under a dense reward scheme (:mod:`hwtp.scheme`) each plan is
+also run on every killable mutant and its reward is the share it kills.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from hwtp.executors.local import run_batched
 from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, probed_sources, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
+from hwtp.scheme import REFERENCE_PREFIX, RewardScheme, dense_ceiling, dense_reward, kills, reference_kills, targets
+from hwtp.scheme import killable as killable_ids
 from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 from hwtp.sim.outputs import first_difference
 from hwtp.sim.runner import Counters, EvalResult
@@ -68,6 +71,7 @@ class ScoreConfig:
     simulator: str = "verilator"
     cache_root: Path | None = None
     diagnose: bool = False  # activated / propagated / detected per sample (a build with probes)
+    scheme: RewardScheme = field(default_factory=RewardScheme)  # how outcomes become rewards (hwtp.scheme)
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,14 @@ class Scores:
     build_seconds: float
     build_cached: bool
     mutant_set: str = ""
+    scheme: RewardScheme = field(default_factory=RewardScheme)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "design": self.design,
             "mutant_set": self.mutant_set,
             "rewards": self.rewards.as_dict(),
+            "reward_scheme": self.scheme.as_dict(),
             "results": [r.as_dict() for r in self.results],
             "stats": {
                 "evaluations": self.evaluations,
@@ -222,6 +228,8 @@ class Prepared:
     evaluations: dict[str, Evaluation]
     states: tuple[str, ...]
     equivalent: frozenset[str] = frozenset()  # states proved equivalent: passing is their best
+    scheme: RewardScheme = field(default_factory=RewardScheme)
+    killable: tuple[str, ...] = ()  # dense schemes: the mutants every plan is run on (hwtp.scheme.killable)
 
 
 def ceiling(state: str, equivalent: frozenset[str] | set[str], rewards: RewardLevels) -> float:
@@ -253,13 +261,18 @@ def check_identity(plans: Sequence[PlanInput], mutant_set: MutantSet) -> None:
 def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig) -> Prepared:
     """Validate and compile every plan; list the evaluations (each golden one shared)."""
     design = mutant_set.design
+    scheme = config.scheme
+    scheme.check(config.rewards)
     check_identity(plans, mutant_set)
     states = _states(mutant_set, config.states)
     index = {GOLDEN: 0} | dict(states) | {m.id: m.index for m in mutant_set.valid}
     pairs = samples(plans, states, config.full_matrix)
     compiled: dict[str, tuple[Any, int]] = {}
     errors: dict[str, str] = {}
-    for p in plans:
+    mutants = killable_ids(mutant_set) if scheme.dense else ()
+    reference = scheme.reference
+    simulated = reference.plans if reference is not None and reference.killed is None else ()
+    for p in [*plans, *(replace(r, id=REFERENCE_PREFIX + r.id) for r in simulated)]:
         try:
             if p.plan is None:
                 raise PlanError(p.error or "no plan")
@@ -274,11 +287,17 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
         if state not in index:
             raise ScoreError(f"plan {p.id} was written for state {state!r}, which this mutant set does not have")
         ops, cycles = compiled[p.id]
-        for s in (GOLDEN, state):
+        for s in (GOLDEN, state, *mutants):
             key = f"{p.id}@{s}"
             wanted.setdefault(key, Evaluation(key, ops, index[s], cycles=cycles, observe=config.diagnose))
+    for r in simulated:  # the reference suite's kills, in the same processes as the plans'
+        key = REFERENCE_PREFIX + r.id
+        if key in compiled:
+            ops, cycles = compiled[key]
+            for s in (GOLDEN, *mutants):
+                wanted.setdefault(f"{key}@{s}", Evaluation(f"{key}@{s}", ops, index[s], cycles=cycles))
     equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
-    return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states), equivalent)
+    return Prepared(tuple(pairs), errors, wanted, tuple(s for s, _ in states), equivalent, scheme, mutants)
 
 
 def stages(golden: EvalResult, mutant: EvalResult, detected: bool, incomplete: bool) -> dict[str, Any] | None:
@@ -319,10 +338,18 @@ def assemble(
     prepared: Prepared, results: dict[str, EvalResult], rewards: RewardLevels, incomplete: frozenset[str] = frozenset()
 ) -> list[SampleResult]:
     """Samples' outcomes and rewards from the evaluation results (and, for observed evaluations,
-    each sample's stages; ``incomplete``: mutants whose code the probes do not fully cover)."""
+    each sample's stages; ``incomplete``: mutants whose code the probes do not fully cover).
+    Under a dense scheme the outcome is still the plan's on its own state; the reward and the
+    ceiling are the scheme's (:func:`dense_sample`)."""
+    scheme = prepared.scheme
+    counted: tuple[str, ...] = ()
+    if scheme.dense:
+        reference = scheme.reference
+        done = frozenset() if reference is None else reference_kills(reference, prepared.killable, results)
+        counted = targets(scheme, prepared.killable, done)
     out = []
     for p, state in prepared.pairs:
-        top = ceiling(state, prepared.equivalent, rewards)
+        top = dense_ceiling(rewards, counted) if scheme.dense else ceiling(state, prepared.equivalent, rewards)
         if p.id in prepared.errors:
             reason = {"reason": prepared.errors[p.id]}
             out.append(SampleResult(p.id, state, Outcome.INVALID, rewards.invalid, reason, top))
@@ -330,11 +357,34 @@ def assemble(
         golden = results[f"{p.id}@{GOLDEN}"]
         other = None if state == GOLDEN else results[f"{p.id}@{state}"]
         outcome, reward, detail = _outcome(golden, other, rewards)
+        if scheme.dense and golden.status == "pass":
+            outcome, reward, detail = dense_sample(p.id, outcome, detail, prepared, results, rewards, counted)
         seen = None
         if other is not None and outcome in (Outcome.PASSED, Outcome.DETECTED):
             seen = stages(golden, other, outcome == Outcome.DETECTED, state in incomplete)
         out.append(SampleResult(p.id, state, outcome, reward, detail, top, seen))
     return out
+
+
+def dense_sample(
+    plan: str,
+    outcome: Outcome,
+    detail: dict[str, Any] | None,
+    prepared: Prepared,
+    results: dict[str, EvalResult],
+    rewards: RewardLevels,
+    counted: Sequence[str],
+) -> tuple[Outcome, float, dict[str, Any] | None]:
+    """A dense scheme's sample of a plan that passed golden: its reward from its kills over
+    ``counted``, the record in ``detail["kills"]``; indeterminate when an evaluation on a
+    killable mutant did not finish (the reward recorded counts it as not killed)."""
+    killed, unfinished = kills(plan, prepared.killable, results)
+    reward, record = dense_reward(prepared.scheme, rewards, killed, counted)
+    if unfinished is not None and outcome not in INDETERMINATE:
+        outcome = Outcome(unfinished.status)
+        mutant = unfinished.id.rpartition("@")[2]
+        detail = {"golden": "pass", "on": mutant, "reason": unfinished.reason}
+    return outcome, reward, {**(detail or {}), "kills": record}
 
 
 def schemata_build(
@@ -386,6 +436,7 @@ def score(
         build_seconds,
         build_cached,
         set_hash(mutant_set),
+        config.scheme,
     )
 
 

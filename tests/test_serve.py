@@ -133,7 +133,8 @@ def test_reward_reproduces_hwtp_score(server: ServeProcess, states: dict[str, An
     answer = server.post("/reward", body)
     assert answer.status_code == 200, answer.text
     data = answer.json()
-    assert set(data) == {"rewards", "scores", "extra_logs"}
+    assert set(data) == {"rewards", "scores", "extra_logs", "reward_scheme"}
+    assert data["reward_scheme"] == "smu"
     assert len(data["rewards"]) == len(data["scores"]) == len(cases)
     for key, values in data["extra_logs"].items():
         assert len(values) == len(cases), key

@@ -12,6 +12,7 @@ from hwtp.advantage import PRESETS, advantage_records, describe_zero_share, pres
 from hwtp.errors import ConfigError, ScoreError
 from hwtp.export import FORMATS, ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.planset import PLAN_INDEX, PlanRecord, read_index
+from hwtp.scheme import SCHEMES, recorded_scheme
 
 
 def read_scores(paths: tuple[Path, ...]) -> list[dict[str, Any]]:
@@ -133,6 +134,12 @@ def _plan_records(folders: tuple[Path, ...]) -> dict[tuple[str, str], PlanRecord
     help="hwtp plan output folder(s): source of each sample's prompt and completion.",
 )
 @click.option("--batch-size", type=int, help="Records per shard (groups are never split).")
+@click.option(
+    "--reward-scheme",
+    type=click.Choice(SCHEMES),
+    help="The reward scheme the scores must have been made with (default: the one they record); "
+    "recorded in the manifest.",
+)
 @advantage_options
 def export_command(
     scores: tuple[Path, ...],
@@ -140,14 +147,17 @@ def export_command(
     out: Path,
     plan_dirs: tuple[Path, ...],
     batch_size: int | None,
+    reward_scheme: str | None,
     preset_name: str,
     group_by: str,
     **overrides: Any,
 ) -> None:
     """Export scored samples (SCORES JSON files) as training batches."""
     check_format_dependencies([fmt])  # a missing optional dependency fails before any work
-    records, _, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
-    metadata = {"preset": preset_name, "group_by": group_by}
+    docs = read_scores(scores)
+    scheme = recorded_scheme(docs, reward_scheme)
+    records, _, summary = _records(docs, preset_name, group_by, **overrides)
+    metadata = {"preset": preset_name, "group_by": group_by, "reward_scheme": scheme}
     rows = base_records(records, _plan_records(plan_dirs), metadata)
     manifest = write_export(rows, ExportOptions(fmt, batch_size, tuple(metadata.items())), out)
     data = json.loads(manifest.read_text())

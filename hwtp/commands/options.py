@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -156,3 +157,33 @@ def resolve_design(
         design = load_design(ref, top=top, clock=None, reset=None)
         return replace(design, clock=None, reset=None)
     return load_design(ref, top=top, clock=parse_clock(clock_spec), reset=parse_reset(reset_spec))
+
+
+def reward_scheme_options(func: F) -> F:
+    """Add ``--reward-scheme``, ``--reward-penalty`` and ``--reference-suite`` (docs/rewards.md,
+    "Reward schemes"); each None when not given."""
+    from hwtp.scheme import DEFAULT_PENALTY, SCHEMES
+
+    for option in reversed(
+        (
+            click.option(
+                "--reward-scheme",
+                type=click.Choice(SCHEMES),
+                help="smu: 0/1/2 on the plan's own state (default); kill-fraction: 1 + the share of the "
+                "design's killable mutants the plan detects; incremental: that share over the mutants "
+                "the reference suite does not kill.",
+            ),
+            click.option(
+                "--reward-penalty",
+                type=float,
+                help=f"incremental: taken from the pass level of a plan that kills nothing new [{DEFAULT_PENALTY}].",
+            ),
+            click.option(
+                "--reference-suite",
+                type=click.Path(path_type=Path),
+                help="incremental: a run folder (the design's best plans there) or a plan file or folder.",
+            ),
+        )
+    ):
+        func = option(func)
+    return func

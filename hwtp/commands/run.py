@@ -10,7 +10,7 @@ import click
 
 from hwtp import run as loop
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import designs_dir_option, endpoint_options, trust_option
+from hwtp.commands.options import designs_dir_option, endpoint_options, reward_scheme_options, trust_option
 from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.executors.choice import make_executor
@@ -90,6 +90,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
 @executor_options
+@reward_scheme_options
 @endpoint_options
 @trust_option
 @designs_dir_option
@@ -112,6 +113,8 @@ def run_command(
     file_values = load_run(path) if path else {}
     if options["policy"] is None and options["endpoint"] and "policy" not in file_values:
         options["policy"] = "openai"
+    if options.get("reference_suite") is not None:
+        options["reference_suite"] = str(options["reference_suite"])
     config = resolve(file_values, {"designs": designs, **options})
     try:
         loop.preflight(config)  # before anything is written: a wrong name leaves no run behind

@@ -10,12 +10,13 @@ import click
 
 from hwtp import mutantset
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import read_stdin, trust_option
+from hwtp.commands.options import read_stdin, reward_scheme_options, trust_option
 from hwtp.errors import ConfigError
 from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN
 from hwtp.planset import read_plans
 from hwtp.progress import progress
+from hwtp.scheme import make_scheme, with_reference
 from hwtp.score import Outcome, RewardLevels, ScoreConfig, Scores, score
 from hwtp.sim.job import Limits
 
@@ -87,6 +88,7 @@ def kill_matrix(scores: Scores) -> str:
     help="Also say per (plan, mutant) whether the mutant was activated, "
     "propagated to an output and detected (a build with activation probes; rewards unchanged).",
 )
+@reward_scheme_options
 @executor_options
 @trust_option
 def score_command(
@@ -107,10 +109,15 @@ def score_command(
     ray_address: str | None,
     ray_cpus: float | None,
     ray_chunk: int | None,
+    reward_scheme: str | None,
+    reward_penalty: float | None,
+    reference_suite: Path | None,
 ) -> None:
     """Score test plans on the golden design and its mutants (MUTDIR from hwtp mutate)."""
     stdin = read_stdin() if "-" in plan_refs else None
+    scheme = make_scheme(reward_scheme, reward_penalty, reference_suite)  # bad options fail before loading
     mutant_set = mutantset.load(mutdir)
+    scheme = with_reference(scheme, reference_suite, mutant_set)
     plans = read_plans(list(plan_refs), stdin)
     wanted = None if states == "all" else tuple(s.strip() for s in states.split(",") if s.strip())
     config = ScoreConfig(
@@ -122,6 +129,7 @@ def score_command(
         rewards=_levels(reward_levels),
         simulator=simulator,
         diagnose=diagnose,
+        scheme=scheme,
     )
     if wall_s <= 0 or startup_s <= 0:
         raise ConfigError("--timeout and --startup-timeout must be positive numbers of seconds")
@@ -140,6 +148,7 @@ def score_command(
         f"{scores.design}: {len(scores.results)} samples, {scores.evaluations} evaluations in "
         f"{scores.seconds:.2f} s ({rate:.0f}/s); golden pass rate {scores.golden_pass_rate:.0%}, "
         f"mutation detection rate {scores.detection_rate:.0%}"
+        + (f"; reward scheme {scheme.name}" if scheme.dense else "")
     )
     invalid = [r for r in scores.results if r.outcome == Outcome.INVALID]
     for r in {r.plan: r for r in invalid}.values():

@@ -10,6 +10,7 @@ import click
 
 from hwtp import env
 from hwtp.commands.executors import executor_options
+from hwtp.commands.options import reward_scheme_options
 from hwtp.errors import ConfigError
 from hwtp.executors.choice import require_ray
 
@@ -89,6 +90,7 @@ def _token(token_env: str | None) -> tuple[str | None, str | None]:
     show_default=True,
 )
 @executor_options
+@reward_scheme_options
 def serve_command(
     states: tuple[Path, ...],
     host: str,
@@ -106,6 +108,9 @@ def serve_command(
     ray_address: str | None,
     ray_cpus: float | None,
     ray_chunk: int | None,
+    reward_scheme: str | None,
+    reward_penalty: float | None,
+    reference_suite: Path | None,
 ) -> None:
     """Serve rewards over HTTP from warm simulators until SIGTERM or Ctrl-C.
 
@@ -114,6 +119,9 @@ def serve_command(
     Gym's verify body; GET /health and GET /metrics report. A stop lets accepted requests finish.
     """
     _require_extra()
+    from hwtp.scheme import make_scheme
+
+    make_scheme(reward_scheme, reward_penalty, reference_suite)  # refused before anything starts
     if executor == "ray":
         require_ray()
     elif ray_address or ray_cpus or ray_chunk:
@@ -141,7 +149,11 @@ def serve_command(
         ray_address=ray_address,
         ray_cpus=ray_cpus,
         ray_chunk=ray_chunk,
+        reward_scheme=reward_scheme,
+        penalty=reward_penalty,
+        reference=reference_suite,
     )
+    scheme = rewards.settings().reward_scheme()  # $HWTP_REWARD_SCHEME when no option says
     limits = ServeLimits(
         max_body_bytes=max_body_bytes,
         max_items=max_items,
@@ -172,7 +184,10 @@ def serve_command(
     auth = f"bearer token from ${token_var}" if token_var else "no token"
 
     def started() -> None:
-        click.echo(f"hwtp serve: listening on http://{shown}:{bound_port} ({auth}; {len(folders)} states folder(s))")
+        click.echo(
+            f"hwtp serve: listening on http://{shown}:{bound_port} ({auth}; {len(folders)} states folder(s); "
+            f"reward scheme {scheme.name})"
+        )
 
     server.run(app, sock, log_level=log_level, on_started=started)
     click.echo("hwtp serve: stopped")

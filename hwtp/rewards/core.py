@@ -6,7 +6,9 @@ the scoring path of ``hwtp score`` (:func:`hwtp.score.prepare`, the evaluations,
 :func:`hwtp.score.assemble`), so a plan gets the same reward here as from ``hwtp score`` on
 the same state. Identical completions for one state are simulated once. An invalid plan
 earns the invalid level (outcome ``invalid``, the reason in ``detail``); a timeout or error
-is indeterminate: reward None, never a number a trainer would learn from.
+is indeterminate: reward None, never a number a trainer would learn from. The reward scheme
+(:mod:`hwtp.scheme`) is the configured one; an incremental scheme's reference kills are
+simulated once per mutant set and reference.
 """
 
 from __future__ import annotations
@@ -24,12 +26,24 @@ from hwtp import env
 from hwtp.errors import ConfigError, PlanError, RewardError
 from hwtp.executors.base import EXECUTORS, Target, schemata_target
 from hwtp.executors.choice import make_executor
-from hwtp.mutantset import GOLDEN, MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
 from hwtp.rewards.completion import is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
+from hwtp.scheme import (
+    INCREMENTAL,
+    Reference,
+    RewardScheme,
+    check_name,
+    dense_ceiling,
+    is_run_folder,
+    killable,
+    load_reference,
+    reference_kills,
+    targets,
+)
 from hwtp.score import (
     INDETERMINATE,
     Prepared,
@@ -37,6 +51,7 @@ from hwtp.score import (
     SampleResult,
     ScoreConfig,
     assemble,
+    ceiling,
     prepare,
     schemata_build,
 )
@@ -54,6 +69,7 @@ class RewardResult:
     design: str
     state: str
     ceiling: float | None = None  # the best reward attainable on this state
+    scheme: str = "smu"  # the reward scheme that computed it (hwtp.scheme)
 
     @property
     def indeterminate(self) -> bool:
@@ -67,6 +83,7 @@ class RewardResult:
             "design": self.design,
             "state": self.state,
             "ceiling": self.ceiling,
+            "reward_scheme": self.scheme,
         }
 
 
@@ -98,6 +115,9 @@ class Settings:
     ray_address: str | None = None  # None: the Ray job this process runs in, else a new local one
     ray_cpus: float | None = None  # CPUs per Ray actor (None: 1)
     ray_chunk: int | None = None  # evaluations per Ray actor call (None: 64)
+    scheme: str | None = None  # None: $HWTP_REWARD_SCHEME, else smu
+    penalty: float | None = None  # incremental; None: $HWTP_REWARD_PENALTY, else hwtp.scheme.DEFAULT_PENALTY
+    reference: Path | None = None  # incremental; None: $HWTP_REWARD_REFERENCE, else the mutant set's run folder
 
     def folders(self) -> tuple[Path, ...]:
         if self.states is not None:
@@ -118,6 +138,41 @@ class Settings:
             raise ConfigError(f"{env.REWARD_EXECUTOR_VAR}={text!r}: expected one of {', '.join(EXECUTORS)}")
         return text
 
+    def reward_scheme(self) -> RewardScheme:
+        """The scheme as configured, else from ``$HWTP_REWARD_SCHEME``/``$HWTP_REWARD_PENALTY``, else smu."""
+        name = self.scheme if self.scheme is not None else (env.get(env.REWARD_SCHEME_VAR) or "smu").strip()
+        problem = check_name(name)
+        if problem:
+            raise ConfigError(f"{env.REWARD_SCHEME_VAR}={name!r}: {problem}")
+        penalty = self.penalty
+        if penalty is None and env.get(env.REWARD_PENALTY_VAR):
+            text = env.get(env.REWARD_PENALTY_VAR) or ""
+            try:
+                penalty = float(text)
+            except ValueError:
+                raise ConfigError(f"{env.REWARD_PENALTY_VAR}={text!r}: expected a number") from None
+        scheme = RewardScheme(name) if penalty is None else RewardScheme(name, penalty)
+        scheme.check(self.rewards)
+        return scheme
+
+    def reference_of(self, mutant_set: MutantSet) -> Path:
+        """The incremental scheme's reference suite for ``mutant_set``: as configured, else
+        ``$HWTP_REWARD_REFERENCE``, else the run folder the set was found in (its best plans)."""
+        if self.reference is not None:
+            return self.reference
+        text = env.get(env.REWARD_REFERENCE_VAR)
+        if text:
+            return Path(text).expanduser()
+        root = mutant_set.root
+        run = root.parents[2] if root is not None and len(root.parents) > 2 else None
+        if run is not None and is_run_folder(run):
+            return run
+        raise RewardError(
+            f"reward scheme incremental: design {mutant_set.design.name!r} was found outside a run folder, so it "
+            f"has no accumulated best plans; name a reference suite with configure(reference=...) or "
+            f"{env.REWARD_REFERENCE_VAR}"
+        )
+
 
 _lock = threading.Lock()
 _settings = Settings()
@@ -136,18 +191,27 @@ def configure(
     ray_address: str | None = None,
     ray_cpus: float | None = None,
     ray_chunk: int | None = None,
+    reward_scheme: str | None = None,
+    penalty: float | None = None,
+    reference: str | Path | None = None,
 ) -> Settings:
     """Set where mutant sets are found (``states``: run folders or ``hwtp mutate`` output
     folders; default ``$HWTP_STATES``), simulator processes per warm pool, reward levels
     (default ``hwtp score``'s 0,1,2), evaluation limits and simulator, and where simulations
     run (``executor``: ``local`` or ``ray``, on the cluster at ``ray_address`` or the one this
-    process belongs to; ``ray_cpus`` per actor, ``ray_chunk`` evaluations per actor call).
+    process belongs to; ``ray_cpus`` per actor, ``ray_chunk`` evaluations per actor call), and
+    the reward scheme (``reward_scheme``: smu, kill-fraction or incremental, default
+    ``$HWTP_REWARD_SCHEME`` else smu; ``penalty`` and ``reference`` of incremental).
     Arguments left None keep their value. Returns the settings in force."""
     global _settings
     if workers is not None and workers < 1:
         raise ConfigError(f"workers={workers}: at least 1")
     if executor is not None and executor not in EXECUTORS:
         raise ConfigError(f"executor={executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if reward_scheme is not None and check_name(reward_scheme):
+        raise ConfigError(f"reward_scheme={reward_scheme!r}: {check_name(reward_scheme)}")
+    if penalty is not None:
+        RewardScheme(INCREMENTAL, penalty)  # refused here, not at the first reward
     given: dict[str, Any] = {
         "states": None if states is None else tuple(Path(s).expanduser() for s in states),
         "workers": workers,
@@ -160,6 +224,9 @@ def configure(
         "ray_address": ray_address,
         "ray_cpus": ray_cpus,
         "ray_chunk": ray_chunk,
+        "scheme": reward_scheme,
+        "penalty": penalty,
+        "reference": None if reference is None else Path(reference).expanduser(),
     }
     changes = {k: v for k, v in given.items() if v is not None}
     with _lock:
@@ -197,6 +264,7 @@ def reset() -> None:
     with _lock:
         _settings = Settings()
         _registries.clear()
+        _references.clear()
     _close_pools()
 
 
@@ -301,14 +369,61 @@ def _plan_input(text: str, state: str, prompt: str | None) -> PlanInput:
     return PlanInput(plan_id, plan, None, state, "completion")
 
 
-def _result(sample: SampleResult, truth: GroundTruth) -> RewardResult:
+_references: dict[tuple[str, str, float], Reference] = {}  # (set hash, suite, penalty): its kills, simulated once
+
+
+def scheme_for(mutant_set: MutantSet, digest: str, config: Settings | None = None) -> RewardScheme:
+    """The configured scheme for ``mutant_set`` (``digest``: its hash); for incremental with its
+    reference suite's kills, simulated on the set's first use and kept."""
+    config = config or _settings
+    scheme = config.reward_scheme()
+    if scheme.name != INCREMENTAL:
+        return scheme
+    path = config.reference_of(mutant_set)
+    key = (digest, str(path), scheme.penalty)
+    with _lock:
+        known = _references.get(key)
+    if known is None:
+        if not path.exists():
+            raise RewardError(f"reward scheme incremental: reference suite {path} does not exist")
+        suite = load_reference(path, mutant_set)
+        probe = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=replace(scheme, reference=suite))
+        prepared = prepare(mutant_set, [], probe)
+        results = _submit(mutant_set, digest, list(prepared.evaluations.values()), config).result()
+        killed = reference_kills(suite, prepared.killable, results)
+        known = Reference(suite.source, (), killed)
+        with _lock:
+            _references[key] = known
+    return replace(scheme, reference=known)
+
+
+def _submit(mutant_set: MutantSet, digest: str, evaluations: list[Any], config: Settings) -> Any:
+    """A future of the evaluations' results: the set's warm pool here, or the Ray actors."""
+    if config.executor_name() == "ray":
+        return _ray_submit(mutant_set, digest, evaluations, config)
+    return _pool(mutant_set, digest).submit(evaluations)
+
+
+def ceiling_of(truth: GroundTruth) -> float:
+    """The best reward attainable on a ground truth's state under the configured scheme."""
+    mutant_set = find_mutant_set(truth)
+    config = _settings
+    scheme = scheme_for(mutant_set, truth.mutant_set, config)
+    if not scheme.dense:
+        equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
+        return ceiling(truth.state, equivalent, config.rewards)
+    killed = scheme.reference.killed if scheme.reference is not None else None
+    return dense_ceiling(config.rewards, targets(scheme, killable(mutant_set), killed or frozenset()))
+
+
+def _result(sample: SampleResult, truth: GroundTruth, scheme: str = "smu") -> RewardResult:
     outcome = sample.outcome.value
     detail = dict(sample.detail or {})
     reward: float | None = sample.reward
     if outcome in INDETERMINATE:
         reward = None
         detail["indeterminate"] = True
-    return RewardResult(reward, outcome, detail, truth.design, truth.state, sample.ceiling)
+    return RewardResult(reward, outcome, detail, truth.design, truth.state, sample.ceiling, scheme)
 
 
 def _score_group(
@@ -327,8 +442,9 @@ def _score_group(
         inputs.setdefault((p.id, p.state or GOLDEN), p)
         keys.append((index, truth, (p.id, p.state or GOLDEN)))
     config = _settings
-    score_config = ScoreConfig(limits=config.limits, rewards=config.rewards)
     digest = members[0][1].mutant_set
+    scheme = scheme_for(mutant_set, digest, config)
+    score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
     remote = config.executor_name() == "ray"
     pool = None if remote else _pool(mutant_set, digest)
     # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
@@ -349,7 +465,7 @@ def _score_group(
         results: dict[str, Any] = future.result() if future is not None else {}
         samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
     for index, truth, key in keys:
-        out[index] = _result(samples[key], truth)
+        out[index] = _result(samples[key], truth, scheme.name)
 
 
 def score_completions(

@@ -70,27 +70,25 @@ def _truth(value: Any) -> Any:
 
 
 def state_ceilings(truths: Sequence[Any]) -> list[float]:
-    """The ceiling of each ground truth's state: the pass level on golden and on a mutant proved
-    equivalent, the detect level on other mutants (reward levels of :func:`hwtp.rewards.settings`).
+    """The ceiling of each ground truth's state under the configured reward scheme
+    (:func:`hwtp.rewards.core.ceiling_of`): for ``smu`` the pass level on golden and on a mutant
+    proved equivalent, the detect level on other mutants; for the dense schemes the detect level
+    on every state while there is a mutant to count (reward levels of :func:`hwtp.rewards.settings`).
 
     A ground truth whose mutant set is not in the configured folders raises
     :class:`~hwtp.errors.RewardError`, as scoring it would.
     """
     # lazy: verl loads this module as a plugin in every process; the scorer (and simulator) only when used
-    from hwtp.mutantset import MutantClass
-    from hwtp.rewards.core import find_mutant_set, settings
-    from hwtp.score import ceiling
+    from hwtp.rewards.core import ceiling_of
 
-    levels = settings().rewards
-    equivalent: dict[tuple[str, str], frozenset[str]] = {}
+    known: dict[tuple[str, str, str], float] = {}
     out = []
     for raw in truths:
         truth = _truth(raw)
-        key = (truth.design, truth.mutant_set)
-        if key not in equivalent:
-            mutant_set = find_mutant_set(truth)
-            equivalent[key] = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
-        out.append(ceiling(truth.state, equivalent[key], levels))
+        key = (truth.design, truth.mutant_set, truth.state)
+        if key not in known:
+            known[key] = ceiling_of(truth)
+        out.append(known[key])
     return out
 
 
@@ -286,6 +284,9 @@ def _make_trl_trainer() -> type:
         Rewards are the reward functions' weighted sum, as TRL's ``sum_then_normalize``;
         ``scale_rewards`` does not apply (``advantage_config`` decides; default: the ``grpo-smu``
         preset). A completion every reward function returned None for gets advantage 0.
+        ``reward_scheme`` (``smu``, ``kill-fraction``, ``incremental``; None: as
+        :func:`hwtp.rewards.configure` has it) sets the scheme of :mod:`hwtp.rewards` for
+        both the rewards and the ceilings.
         """
 
         def __init__(
@@ -293,8 +294,13 @@ def _make_trl_trainer() -> type:
             *args: Any,
             advantage_config: AdvantageConfig | None = None,
             group_by: GroupBy = "design",
+            reward_scheme: str | None = None,
             **kwargs: Any,
         ) -> None:
+            if reward_scheme is not None:
+                from hwtp.rewards.core import configure
+
+                configure(reward_scheme=reward_scheme)  # refused here, before the model loads
             super().__init__(*args, **kwargs)
             if self.multi_objective_aggregation != "sum_then_normalize":
                 raise ConfigError(

@@ -125,7 +125,7 @@ def reward_items(request: RewardRequest) -> list[Item]:
 def reward_response(results: Sequence[RewardResult]) -> dict[str, Any]:
     """OpenRLHF's answer, the numbers of :func:`hwtp.rewards.reward_func` as JSON lists:
     ``rewards`` (an indeterminate result counts 0.0), ``scores`` (rewards over the detect level,
-    in 0..1 for dynamic filtering) and per-sample ``extra_logs`` flags."""
+    in 0..1 for dynamic filtering), per-sample ``extra_logs`` flags and the ``reward_scheme``."""
     detect = settings().rewards.detect or 1.0
     rewards = [0.0 if r.reward is None else float(r.reward) for r in results]
     return {
@@ -136,6 +136,7 @@ def reward_response(results: Sequence[RewardResult]) -> dict[str, Any]:
             "hwtp_detected": [_flag(r.outcome == "detected") for r in results],
             "hwtp_indeterminate": [_flag(r.indeterminate) for r in results],
         },
+        "reward_scheme": results[0].scheme if results else settings().reward_scheme().name,
     }
 
 
@@ -183,12 +184,13 @@ def parse_verify(data: Any) -> tuple[dict[str, Any], Item]:
 def verify_response(body: dict[str, Any], result: RewardResult) -> dict[str, Any]:
     """The verify body echoed with ``reward`` (a float, as NeMo Gym's verify response requires:
     an indeterminate result counts 0.0, as for verl, and ``hwtp_indeterminate`` says so) and
-    hwtp's outcome."""
+    hwtp's outcome and reward scheme."""
     return {
         **body,
         "reward": float(result.reward) if result.reward is not None else 0.0,
         "hwtp_outcome": result.outcome,
         "hwtp_indeterminate": result.reward is None,
+        "hwtp_reward_scheme": result.scheme,
     }
 
 
