@@ -9,7 +9,7 @@ import click
 
 from hwtp import env
 from hwtp.ci import baseline, reports, shards
-from hwtp.ci.config import TIMEOUTS_AS, CiConfig
+from hwtp.ci.config import FORMAL, TIMEOUTS_AS, CiConfig
 from hwtp.ci.exporttests import design_near, export_tests
 from hwtp.ci.mutation import CiReport, MutantResult, run_ci
 from hwtp.ci.sarif import sarif
@@ -25,7 +25,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 def _overrides(config: CiConfig, count: int | None, operators: str | None, seed: int | None,
                min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
                include_plans: tuple[Path, ...], shared: bool | None = None,
-               timeouts_as: str | None = None, diagnose: bool | None = None) -> CiConfig:
+               timeouts_as: str | None = None, diagnose: bool | None = None,
+               formal: str | None = None) -> CiConfig:
     changes: dict[str, object] = {}
     if count is not None:
         changes["n"] = count or None
@@ -33,7 +34,7 @@ def _overrides(config: CiConfig, count: int | None, operators: str | None, seed:
         changes["operators"] = tuple(o.strip() for o in operators.split(",") if o.strip())
     for name, value in (("seed", seed), ("min_score", min_score), ("since", since), ("jobs", jobs),
                         ("timeout_s", timeout), ("shared", shared), ("timeouts_as", timeouts_as),
-                        ("diagnose", diagnose)):
+                        ("diagnose", diagnose), ("formal", formal)):
         if value is not None:
             changes[name] = value
     config = replace(config, **changes)  # type: ignore[arg-type]
@@ -118,6 +119,9 @@ def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: 
 @click.option("--diagnose/--no-diagnose", default=None,
               help="Say for each survivor whether its tests lacked stimulus or checking (activation probes "
                    "in the build, outputs compared with golden's). [diagnose]")
+@click.option("--formal", type=click.Choice(FORMAL),
+              help="Check survivors for equivalence with Yosys; proved ones are out of the score. "
+                   "[mutation.formal, default auto: when Yosys is installed]")
 @click.option("--shard", metavar="I/N", help="Run the I-th of N slices of the mutants (write --json; then "
               "hwtp ci merge).")
 @_outputs
@@ -127,7 +131,8 @@ def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: 
 @click.pass_context
 def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str | None, seed: int | None,
        min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
-       timeouts_as: str | None, shared: bool | None, verify: bool, diagnose: bool | None, shard: str | None,
+       timeouts_as: str | None, shared: bool | None, verify: bool, diagnose: bool | None, formal: str | None,
+       shard: str | None,
        junit: Path | None, markdown: Path | None, lcov: Path | None, json_out: Path | None,
        sarif_out: Path | None, baseline_in: Path | None, write_baseline: Path | None, annotations: bool | None,
        include_plans: tuple[Path, ...]) -> None:
@@ -146,7 +151,7 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
     if part is not None and json_out is None:
         raise ConfigError("--shard needs --json FILE: hwtp ci merge combines the shards' JSON reports")
     config = _overrides(load_ci(config_path), count, operators, seed, min_score, since, jobs, timeout,
-                        include_plans, shared, timeouts_as, diagnose)
+                        include_plans, shared, timeouts_as, diagnose, formal)
     progress = _Progress()
     report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
                     note=lambda text: click.echo(f"hwtp ci: {text}", err=True))
