@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from hwtp.ci.starter import write_starter
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
-from hwtp.progress import Progress
+from hwtp.progress import PLAIN_SECONDS, Progress
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -44,17 +45,31 @@ def _overrides(config: CiConfig, count: int | None, operators: str | None, seed:
 
 
 class _Progress:
-    """Mutants tested, with rate and time left (:mod:`hwtp.progress`)."""
+    """Mutants tested, with rate and time left (:mod:`hwtp.progress`); in a log, a line at
+    least every 30 s even while no mutant finishes (hanging mutants are not silence)."""
 
     def __init__(self) -> None:
         self.bar: Progress | None = None
+        self.stop = threading.Event()
 
     def start(self, total: int) -> None:
         self.bar = Progress(total, "testing mutants")
+        threading.Thread(target=self._beat, daemon=True).start()
+
+    def _beat(self) -> None:
+        while not self.stop.wait(PLAIN_SECONDS):
+            bar = self.bar
+            if bar is not None:
+                bar.to(bar.done)  # a plain line when none was written for PLAIN_SECONDS
 
     def __call__(self, result: MutantResult) -> None:
         if self.bar is not None:
             self.bar(1)
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _outputs(f: click.decorators.FC) -> click.decorators.FC:
@@ -153,10 +168,11 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
     config = _overrides(load_ci(config_path), count, operators, seed, min_score, since, jobs, timeout,
                         include_plans, shared, timeouts_as, diagnose, formal)
     progress = _Progress()
-    report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
-                    note=lambda text: click.echo(f"hwtp ci: {text}", err=True))
-    if progress.bar is not None:
-        progress.bar.close()
+    try:
+        report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
+                        note=lambda text: click.echo(f"hwtp ci: {text}", err=True))
+    finally:
+        progress.close()
     if part is not None:
         click.echo(f"shard {part[0]}/{part[1]}: {len(report.mutants)} of {len(report.order)} mutants; "
                    "the gate applies to the merged report (hwtp ci merge)")

@@ -1,0 +1,150 @@
+"""hwtp ci on the idioms of real cocotb projects: parameterized generate branches, equivalent
+mutants, hanging testbenches (each a small project written here, in a tmp folder)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import hwtp.commands.ci as ci_command
+from hwtp.ci.elaborated import edge_signals, elaboration
+from hwtp.formal import yosys
+from hwtp.rtl import BuildOptions, SourceFile
+
+Run_ = Callable[..., tuple[int, str, str]]
+needs_yosys = pytest.mark.skipif(yosys.find() is None, reason="Yosys is not installed")
+
+ADAPT = """module adapt #(parameter A = 8, parameter B = 4) (
+    input clk,
+    input rst,
+    input [A-1:0] d,
+    output reg [B-1:0] q,
+    output [3:0] cnt
+);
+  generate
+    if (A > B) begin : g_down
+      always @(posedge clk) q <= d[B-1:0] + 1'b1;
+    end else if (A < B) begin : g_up
+      always @(posedge clk) q <= {{(B-A){1'b0}}, d} - 1'b1;
+    end else begin : g_same
+      always @(posedge clk) q <= ~d;
+    end
+  endgenerate
+  reg [3:0] bit_cnt;
+  always @(posedge clk)
+    if (rst) bit_cnt <= 4'd0;
+    else if (bit_cnt > 4'd0) bit_cnt <= bit_cnt - 4'd1;
+    else bit_cnt <= 4'd9;
+  assign cnt = bit_cnt;
+endmodule
+"""
+DEAD_LINES = {10, 12}  # g_down and g_up: A == B elaborates g_same only
+
+TB = """import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, Timer
+
+
+@cocotb.test()
+async def follows(dut):
+    Clock(dut.clk, 10, unit="ns").start(start_high=False)
+    dut.rst.value = 1
+    dut.d.value = 0
+    await RisingEdge(dut.clk)
+    await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    expected = 0
+    for i in range(24):
+        dut.d.value = i % 16
+        await RisingEdge(dut.clk)
+        await Timer(1, "ns")
+        q = int(dut.q.value)
+        if HANG and q == i % 16:
+            while True:  # a mutant that drops the inversion hangs this testbench
+                await Timer(1, "ns")
+        assert q == (~i) & 15, f"q = {q} for d = {i % 16}"
+        expected = expected - 1 if expected > 0 else 9
+        assert int(dut.cnt.value) == expected, f"cnt = {int(dut.cnt.value)}, expected {expected}"
+"""
+
+
+def _project(tmp_path: Path, hang: bool = False) -> Path:
+    root = tmp_path / "adapt"
+    (root / "rtl").mkdir(parents=True)
+    (root / "tb").mkdir()
+    (root / "rtl" / "adapt.v").write_text(ADAPT, encoding="utf-8")
+    (root / "tb" / "test_adapt.py").write_text(TB.replace("HANG", str(hang)), encoding="utf-8")
+    (root / "hwtp.yaml").write_text(
+        "design:\n  sources: [rtl/adapt.v]\n  top: adapt\n"
+        "tests:\n  modules: [test_adapt]\n  paths: [tb]\n"
+        "build:\n  parameters: {A: 4, B: 4}\n", encoding="utf-8")
+    return root
+
+
+def test_elaboration_tells_the_generate_branch_the_parameters_take() -> None:
+    source = SourceFile("adapt.v", ADAPT + "module unused(input a, output b);\n  assign b = ~a;\nendmodule\n")
+    lines = source.text.splitlines(keepends=True)
+
+    def offset(line: int) -> int:
+        return sum(len(x) for x in lines[: line - 1]) + len(lines[line - 1]) - len(lines[line - 1].lstrip())
+
+    same = elaboration((source,), "adapt", BuildOptions(parameters=(("A", "4"), ("B", "4"))))
+    assert [same.elaborated("adapt.v", offset(n)) for n in (10, 12, 14, 19, 25)] == [False, False, True, True, False]
+    down = elaboration((source,), "adapt", BuildOptions())  # defaults: A 8 > B 4
+    assert [down.elaborated("adapt.v", offset(n)) for n in (10, 12, 14)] == [True, False, False]
+    assert edge_signals((source,)) == {"clk"}
+
+
+@pytest.mark.sim
+@needs_yosys
+def test_unelaborated_and_equivalent_mutants_are_out_of_the_score_in_every_report(
+        tmp_path: Path, run_cli: Run_) -> None:
+    root = _project(tmp_path)
+    out = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "md", "sarif")}
+    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", "-n", "0", "-j", "2", "--json", out["json"],
+                              "--junit", out["xml"], "--markdown", out["md"], "--sarif", out["sarif"])
+    assert code == 0, text + err
+    report = json.loads(out["json"].read_text())
+    by_status: dict[str, list[dict[str, object]]] = {}
+    for m in report["mutants"]:
+        by_status.setdefault(str(m["status"]), []).append(m)
+    dead = by_status["not_elaborated"]
+    assert dead and {m["line"] for m in dead} == DEAD_LINES
+    assert all(m["diagnosis"] is None and "A=4, B=4" in str(m["reason"]) for m in dead)
+    assert not [m for m in report["mutants"] if m["line"] in DEAD_LINES and m["status"] != "not_elaborated"]
+    equivalent = by_status["equivalent"]
+    assert any("-bit_cnt > 4'd0" in str(m["mutant_line"]) for m in equivalent)  # the UART idiom
+    assert all(m["diagnosis"] is None and "proved equivalent by Yosys" in str(m["reason"]) for m in equivalent)
+    c = report["counts"]
+    assert c["not_elaborated"] == len(dead) and c["equivalent"] == len(equivalent)
+    assert c["scored"] == c["valid"] - len(dead) - len(equivalent)
+    assert report["score"] == pytest.approx(c["killed"] / c["scored"])
+    formula = f"not_elaborated {len(dead)}"
+    assert formula in report["formula"] and formula in text and f"not elaborated {len(dead)}" in text
+    assert formula in out["md"].read_text() and "| not elaborated |" in out["md"].read_text()
+    assert f'value="{len(dead)}"' in out["xml"].read_text() and 'type="not_elaborated"' in out["xml"].read_text()
+    sarif = json.loads(out["sarif"].read_text())["runs"][0]["properties"]
+    assert sarif["counts"]["not_elaborated"] == len(dead) and formula in sarif["formula"]
+    assert "survivors proved equivalent by Yosys" in err
+
+
+@pytest.mark.sim
+def test_a_hanging_mutant_is_bounded_by_goldens_time_visible_and_apart_from_survivors(
+        tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ci_command, "PLAIN_SECONDS", 2.0)  # a progress line while nothing finishes
+    root = _project(tmp_path, hang=True)
+    out = tmp_path / "r.json"
+    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", "-n", "0", "--operators", "bitwise",
+                              "-j", "1", "--formal", "off", "--json", out)
+    assert code == 0, text + err
+    report = json.loads(out.read_text())
+    golden = report["golden"]["seconds"]
+    assert report["timeout_s"] == pytest.approx(max(15.0, 3 * golden), abs=0.01)
+    assert f"each stopped after {report['timeout_s']:.0f} s" in err and "--timeouts-as" in err
+    assert "testing mutants: 0/1" in err  # said while the only mutant hung
+    [hung] = [m for m in report["mutants"] if m["status"] == "timeout"]
+    assert hung["operator"] == "bitwise.remove_not" and report["counts"]["survived"] == 0
+    assert "indeterminate (1, not counted)" in text and "no survivor" in text
