@@ -80,7 +80,9 @@ def _project(tmp_path: Path, hang: bool = False) -> Path:
     (root / "hwtp.yaml").write_text(
         "design:\n  sources: [rtl/adapt.v]\n  top: adapt\n"
         "tests:\n  modules: [test_adapt]\n  paths: [tb]\n"
-        "build:\n  parameters: {A: 4, B: 4}\n", encoding="utf-8")
+        "build:\n  parameters: {A: 4, B: 4}\n",
+        encoding="utf-8",
+    )
     return root
 
 
@@ -101,11 +103,27 @@ def test_elaboration_tells_the_generate_branch_the_parameters_take() -> None:
 @pytest.mark.sim
 @needs_yosys
 def test_unelaborated_and_equivalent_mutants_are_out_of_the_score_in_every_report(
-        tmp_path: Path, run_cli: Run_) -> None:
+    tmp_path: Path, run_cli: Run_
+) -> None:
     root = _project(tmp_path)
     out = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "md", "sarif")}
-    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", "-n", "0", "-j", "2", "--json", out["json"],
-                              "--junit", out["xml"], "--markdown", out["md"], "--sarif", out["sarif"])
+    code, text, err = run_cli(
+        "ci",
+        "--config",
+        root / "hwtp.yaml",
+        "-n",
+        "0",
+        "-j",
+        "2",
+        "--json",
+        out["json"],
+        "--junit",
+        out["xml"],
+        "--markdown",
+        out["md"],
+        "--sarif",
+        out["sarif"],
+    )
     assert code == 0, text + err
     report = json.loads(out["json"].read_text())
     by_status: dict[str, list[dict[str, object]]] = {}
@@ -133,12 +151,26 @@ def test_unelaborated_and_equivalent_mutants_are_out_of_the_score_in_every_repor
 
 @pytest.mark.sim
 def test_a_hanging_mutant_is_bounded_by_goldens_time_visible_and_apart_from_survivors(
-        tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(ci_command, "PLAIN_SECONDS", 2.0)  # a progress line while nothing finishes
     root = _project(tmp_path, hang=True)
     out = tmp_path / "r.json"
-    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", "-n", "0", "--operators", "bitwise",
-                              "-j", "1", "--formal", "off", "--json", out)
+    code, text, err = run_cli(
+        "ci",
+        "--config",
+        root / "hwtp.yaml",
+        "-n",
+        "0",
+        "--operators",
+        "bitwise",
+        "-j",
+        "1",
+        "--formal",
+        "off",
+        "--json",
+        out,
+    )
     assert code == 0, text + err
     report = json.loads(out.read_text())
     golden = report["golden"]["seconds"]

@@ -88,4 +88,3 @@ _EDGE = re.compile(r"\b(?:posedge|negedge)\s*\(?\s*([A-Za-z_][A-Za-z0-9_$]*)")
 def edge_signals(sources: Sequence[SourceFile]) -> frozenset[str]:
     """Every name used as ``posedge x`` / ``negedge x`` in the sources (comments aside)."""
     return frozenset(m.group(1) for s in sources for m in _EDGE.finditer(_COMMENT.sub(" ", s.text)))
-
