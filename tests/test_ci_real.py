@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import hwtp.commands.ci as ci_command
-from hwtp.ci.elaborated import edge_signals, elaboration
+from hwtp.ci.elaborated import elaboration
+from hwtp.design import edge_signals
 from hwtp.formal import yosys
 from hwtp.rtl import BuildOptions, SourceFile
 

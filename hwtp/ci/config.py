@@ -43,6 +43,7 @@ from hwtp.design import (
     SourceFile,
     check_trusted,
     clock_from,
+    edge_signals,
     guess_controls,
     load_design,
     reset_from,
@@ -147,7 +148,7 @@ class CiConfig:
         check_trusted((*sources, *self.build.headers), self.root)
         clock, reset = self.clock, self.reset
         if clock is None and reset is None:  # not configured: only export-tests needs them
-            clock, reset = guess_controls(ports)
+            clock, reset = guess_controls(ports, edge_signals(sources))
         return Design(self.top, self.top, self.root, sources, "", clock, reset, ports)
 
     def with_plans_module(self, path: Path) -> CiConfig:

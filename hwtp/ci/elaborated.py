@@ -12,7 +12,6 @@ item) counts as elaborated.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -80,11 +79,3 @@ def elaboration(sources: Sequence[SourceFile], top: str, options: BuildOptions) 
     compilation.getRoot().visit(visit)
     return Elaboration(frozenset(blocks), frozenset(live_blocks), frozenset(modules), frozenset(live_modules))
 
-
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_EDGE = re.compile(r"\b(?:posedge|negedge)\s*\(?\s*([A-Za-z_][A-Za-z0-9_$]*)")
-
-
-def edge_signals(sources: Sequence[SourceFile]) -> frozenset[str]:
-    """Every name used as ``posedge x`` / ``negedge x`` in the sources (comments aside)."""
-    return frozenset(m.group(1) for s in sources for m in _EDGE.finditer(_COMMENT.sub(" ", s.text)))

@@ -433,8 +433,8 @@ def read_makefile(path: Path, root: Path) -> Detected | None:
     where = max((make.vars[n].line for n in ("COMPILE_ARGS", "EXTRA_ARGS") if n in make.vars), default=0)
     lines = text.splitlines()
     for problem, token in flags.unknown:  # at the line that spells it, when one does
-        line = next((i for i, t in enumerate(lines, start=1) if token in t), where)
-        unknown.append(Unknown(rel, line, f"COMPILE_ARGS: {problem}", "build.parameters"))
+        at = next((i for i, t in enumerate(lines, start=1) if token in t), where)
+        unknown.append(Unknown(rel, at, f"COMPILE_ARGS: {problem}", "build.parameters"))
     fields["includes"] = tuple((make.folder / d).resolve() for d in flags.includes)
     fields["defines"] = tuple(flags.defines)
     fields["parameters"] = tuple(flags.parameters)

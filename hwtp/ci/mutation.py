@@ -35,10 +35,10 @@ from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
 from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, fields, summarize
-from hwtp.ci.elaborated import edge_signals, elaboration
+from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
-from hwtp.ci.shared import power_on_job, run_mutants
-from hwtp.design import Design, SourceFile
+from hwtp.ci.shared import power_on_job, run_mutants, run_once
+from hwtp.design import Design, SourceFile, edge_signals
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
 from hwtp.formal import yosys as formal_yosys
 from hwtp.formal.classify import FormalConfig
@@ -522,8 +522,12 @@ def run_ci(
                 progress(_mutant_result(mutant_set, by_index[index], run, probes.get(index)))
 
         # Ctrl-C or a failure: the runners start nothing more and stop what runs
+        sites = [(s.file, s.start) for m in to_run for s in m.sites]
+        owners = [m.index for m in to_run for _ in m.sites]
+        solo = {owners[i] for i in run_once(design.sources, config.build, sites)}
         outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
-                              power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch)
+                              power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch,
+                              solo=solo)
         if note:
             note(outcome.note)
     results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index), unreached.get(m.id))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -208,7 +209,11 @@ def merge(ctx: click.Context, shard_reports: tuple[Path, ...], config_path: Path
 @ci.command("init")
 @click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path), default=".")
 @click.option("--force", is_flag=True, help="Overwrite an existing hwtp.yaml.")
-def init(folder: Path, force: bool) -> None:
+@click.option("--flow", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="The runner script or cocotb Makefile to read, when the folder has several testbenches.")
+@click.option("-o", "--output", "name", default=CONFIG_NAME, show_default=True,
+              help="The file name to write in the project folder (one per testbench; hwtp ci --config NAME).")
+def init(folder: Path, force: bool, flow: Path | None, name: str) -> None:
     """Write a commented starter hwtp.yaml for the project in FOLDER (default: here).
 
     Reads the project's cocotb runner script (cocotb_tools.runner; parsed, never run) or else
@@ -216,7 +221,7 @@ def init(folder: Path, force: bool) -> None:
     not be read is printed with its file:line and the hwtp.yaml key to fill in by hand.
     """
 
-    path, found = write_starter(folder, force)
+    path, found = write_starter(folder, force, flow, name)
     origin = f" from {found.origin}" if found.origin else ""
     click.echo(f"wrote {path}{origin}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
                f"tests {', '.join(found.modules) or '(none found)'}")
@@ -224,7 +229,9 @@ def init(folder: Path, force: bool) -> None:
         click.echo(f"note: {note}")
     for unknown in found.unknown:
         click.echo(f"not understood: {unknown}")
-    click.echo("check it, then run `hwtp ci`")
+    here = Path.cwd().resolve()
+    config = "" if path == here / CONFIG_NAME else f" --config {os.path.relpath(path, here)}"
+    click.echo(f"check it, then run `hwtp ci{config}`")
 
 
 @click.command("export-tests")

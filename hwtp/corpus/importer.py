@@ -41,7 +41,9 @@ from hwtp.design import (
     Design,
     Reset,
     check_trusted,
+    clock_candidates,
     clock_from,
+    edge_signals,
     guess_controls,
     load_design,
     reset_from,
@@ -168,8 +170,18 @@ def _source_names(paths: Sequence[Path]) -> list[str]:
     return names
 
 
-def _controls(candidate: Candidate, ports: Any) -> tuple[Clock | None, Reset | None]:
-    guessed_clock, guessed_reset = guess_controls(ports)
+def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -> tuple[Clock | None, Reset | None]:
+    """Clock and reset: the manifest's, else guessed from names (any case) and from use
+    (``posedge x``). A design with several clocks and none named, or an edge on an input
+    while no clock is set, is refused: driving a clock as random data would import a clocked
+    design as combinational."""
+    edges = edge_signals(sources)
+    guessed_clock, guessed_reset = guess_controls(ports, edges)
+    if not candidate.clock:
+        used = clock_candidates(ports, edges, guessed_reset)
+        if guessed_clock is None and len(used) > 1:
+            raise Rejected(Reason.CONTROLS, f"several clocks ({', '.join(used)} are each used as posedge/negedge): "
+                                            "hwtp drives one clock; give clock (a port) in a manifest row")
     try:
         clock = None if candidate.clock == "none" else clock_from(candidate.clock) if candidate.clock else guessed_clock
         if candidate.reset == "none" or (clock is None and not candidate.reset):
@@ -178,6 +190,11 @@ def _controls(candidate: Candidate, ports: Any) -> tuple[Clock | None, Reset | N
             reset = reset_from(candidate.reset) if candidate.reset else guessed_reset
     except ControlError as exc:
         raise Rejected(Reason.CONTROLS, str(exc)) from exc
+    clocked = [p for p in clock_candidates(ports, edges, reset) if clock is None or p != clock.port]
+    if clock is None and clocked:
+        raise Rejected(Reason.CONTROLS, f"input {clocked[0]} is used as a clock (posedge/negedge {clocked[0]}) "
+                                        "but no clock is set: give clock (a port) in a manifest row; hwtp does "
+                                        "not import a clocked design as combinational")
     return clock, reset
 
 
@@ -226,7 +243,7 @@ def _examine(candidate: Candidate, config: ImportConfig, texts: list[str], ident
         check_trusted(sources, Path(candidate.origin))
     except DesignError as exc:
         raise Rejected(Reason.UNTRUSTED, str(exc)) from exc
-    clock, reset = _controls(candidate, ports)
+    clock, reset = _controls(candidate, ports, sources)
     for role, control in (("clock", clock), ("reset", reset)):
         port = next((p for p in ports if control is not None and p.name == control.port), None)
         if control is not None and (port is None or port.direction != "input" or port.width != 1):
