@@ -18,6 +18,7 @@ duplicated, by content identity, so a rerun skips what it already decided.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -56,6 +57,7 @@ from hwtp.policy import PlanRequest, make_policy
 from hwtp.rtl import SourceFile, check_syntax, elaborate, top_modules
 from hwtp.score import Outcome, ScoreConfig, score
 from hwtp.sim import procs
+from hwtp.values import Value
 
 SUMMARY = "import.json"
 SUMMARY_VERSION = 1
@@ -298,8 +300,8 @@ def constant_outputs(plan: Plan) -> dict[str, str] | None:
     for test in plan.tests:
         for step in test.steps:
             if step.kind == "expect":
-                for port, value in step.values:
-                    values.setdefault(port, set()).add(str(value))
+                for port, value in step.values:  # as Verilog writes it (0, 8'h1f, 4'b10x1), never a repr
+                    values.setdefault(port, set()).add(str(value.literal() if isinstance(value, Value) else value))
     if any(len(v) > 1 for v in values.values()):
         return None
     return {port: next(iter(v)) for port, v in values.items()}
@@ -420,7 +422,8 @@ def import_designs(
         if name not in taken and (outdir / name / MANIFEST).is_file():  # written before the summary was
             taken[name] = _folder_identity(outdir / name) or ""
         if taken.get(name) == ident and (outdir / name / "plans" / "reference.yaml").is_file():
-            entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(decided.design), resumed=True)
+            entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(decided.design, candidate),
+                          resumed=True)
             claimed[ident] = entry
             entries.append(entry)
             if progress:
@@ -430,7 +433,7 @@ def import_designs(
             name = f"{name}_{ident[:6]}"
         taken[name] = ident
         design = replace(decided.design, name=name)
-        entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(design))
+        entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(design, candidate))
         claimed[ident] = entry
         entries.append(entry)
         todo.append((entry, Examined(candidate, design, ident)))
@@ -454,7 +457,7 @@ def import_designs(
             write_design(examined.design, plan, outdir)
         except Rejected as exc:
             entry.status, entry.reason, entry.detail = Status.REJECTED, exc.reason, exc.detail
-            entry.info = {}
+            entry.info = {"row": entry.info.get("row")}
         with lock:  # a killed import resumes from what is recorded (imported: only with its folder)
             _write_summary(summary)
         if progress:
@@ -475,26 +478,28 @@ def _decided(
 ) -> Entry | Examined:
     """The entry of a candidate decided without simulating it (rejected on reading, a duplicate,
     decided by an earlier import), else the candidate examined, to verify."""
-    if candidate.origin in by_origin:
+    row = {"row": row_key(candidate)}
+    if candidate.origin in by_origin and by_origin[candidate.origin].info.get("row") == row["row"]:
         return by_origin[candidate.origin]
     try:
         examined = examine(candidate, config)
     except Rejected as exc:
         ident = exc.identity
         prior = known.get(ident) if ident else None
-        if prior is not None and prior.origin == candidate.origin:
+        if prior is not None and prior.origin == candidate.origin and prior.info.get("row") == row["row"]:
             return prior
         if ident and ident in claimed:
             return Entry(
                 candidate.origin, Status.DUPLICATE, safe_name(candidate.name), ident, detail=claimed[ident].name
             )
-        return Entry(candidate.origin, Status.REJECTED, safe_name(candidate.name), ident, exc.reason, exc.detail)
+        return Entry(candidate.origin, Status.REJECTED, safe_name(candidate.name), ident, exc.reason, exc.detail,
+                     row)
     ident = examined.identity
     if ident in claimed:
         return Entry(candidate.origin, Status.DUPLICATE, examined.design.name, ident, detail=claimed[ident].name)
     prior = known.get(ident)
-    if prior is None:
-        return examined
+    if prior is None or (prior.origin == candidate.origin and prior.info.get("row") != row["row"]):
+        return examined  # new, or its manifest row changed since: decided again
     if prior.origin == candidate.origin or prior.status != Status.IMPORTED:
         return Entry(candidate.origin, prior.status, prior.name, ident, prior.reason, prior.detail, prior.info, True)
     return Entry(candidate.origin, Status.DUPLICATE, prior.name, ident, detail=prior.name, resumed=True)
@@ -507,8 +512,16 @@ def _folder_identity(folder: Path) -> str | None:
         return None
 
 
-def _info(design: Design) -> dict[str, Any]:
+def row_key(candidate: Candidate) -> str:
+    """What the candidate's manifest row (or folder) asks for: a changed row is decided again."""
+    asked = [candidate.name, [str(p) for p in candidate.rtl], str(candidate.spec or ""), candidate.spec_text or "",
+             candidate.top, candidate.clock, candidate.reset, candidate.problem]
+    return hashlib.sha256(json.dumps(asked, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _info(design: Design, candidate: Candidate) -> dict[str, Any]:
     return {
+        "row": row_key(candidate),
         "kind": design.kind,
         "top": design.top,
         "clock": design.clock.port if design.clock else None,

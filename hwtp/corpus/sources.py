@@ -33,7 +33,7 @@ from hwtp.errors import ConfigError
 
 DEFAULT_RTL = ("*.v", "*.sv")
 DEFAULT_SPEC = ("spec.md", "SPEC.md", "spec.txt", "README.md", "*.md", "*.txt")
-DEFAULT_EXCLUDE = ("tb_*", "*_tb.*", "test_*", "*_test.*", "*_tb_*")
+DEFAULT_EXCLUDE = ("tb_*", "*_tb.*", "test_*", "*_test.*", "*_tb_*", "tb.*", "testbench*", "*_testbench*")
 _MANIFEST_FIELDS = {
     "name",
     "rtl",
@@ -76,7 +76,8 @@ class Patterns:
         return any(fnmatch.fnmatch(name, p) for p in self.rtl) and not self.excluded(path)
 
     def excluded(self, path: Path) -> bool:
-        return any(fnmatch.fnmatch(path.name, p) for p in self.exclude)
+        """Whether ``path`` is a testbench (or else left out by ``--exclude``), in any case."""
+        return any(fnmatch.fnmatch(path.name.lower(), p.lower()) for p in self.exclude)
 
     @property
     def by_name(self) -> bool:
