@@ -11,6 +11,7 @@ import pytest
 
 import hwtp.commands.ci as ci_command
 from hwtp.ci.elaborated import elaboration
+from hwtp.config import load_ci
 from hwtp.design import edge_signals
 from hwtp.formal import yosys
 from hwtp.rtl import BuildOptions, SourceFile
@@ -181,3 +182,82 @@ def test_a_hanging_mutant_is_bounded_by_goldens_time_visible_and_apart_from_surv
     [hung] = [m for m in report["mutants"] if m["status"] == "timeout"]
     assert hung["operator"] == "bitwise.remove_not" and report["counts"]["survived"] == 0
     assert "indeterminate (1, not counted)" in text and "no survivor" in text
+
+
+# --------------------------------------------------------------------------- ci init on real layouts
+
+FIFO = (
+    "module fifo #(parameter DEPTH = 4, parameter WIDTH = 2) (input clk, output [WIDTH-1:0] q);\n"
+    "  assign q = {WIDTH{1'b0}};\nendmodule\n"
+)
+COCOTB_TEST = "import cocotb\n\n\n@cocotb.test()\nasync def smoke(dut):\n    pass\n"
+FOREACH_MAKEFILE = """TOPLEVEL_LANG = verilog
+SIM ?= icarus
+DUT      = fifo
+TOPLEVEL = $(DUT)
+MODULE   = test_$(DUT)
+VERILOG_SOURCES += ../../rtl/$(DUT).v
+
+export PARAM_DEPTH ?= 16
+export PARAM_WIDTH ?= 8
+
+ifeq ($(SIM), icarus)
+	COMPILE_ARGS += $(foreach v,$(filter PARAM_%,$(.VARIABLES)),-P $(TOPLEVEL).$(subst PARAM_,,$(v))=$($(v)))
+	COMPILE_ARGS += -P other.X=1
+else ifeq ($(SIM), verilator)
+	COMPILE_ARGS += $(foreach v,$(filter PARAM_%,$(.VARIABLES)),-G$(subst PARAM_,,$(v))=$($(v)))
+endif
+COMPILE_ARGS += $(shell echo -DFAST)
+
+include $(shell cocotb-config --makefiles)/Makefile.sim
+
+clean::
+	rm -rf sim_build
+"""
+
+
+def _testbenches(tmp_path: Path, names: tuple[str, ...]) -> Path:
+    """A repository with rtl/NAME.v and tb/NAME/{Makefile,test_NAME.py} per name."""
+    repo = tmp_path / "repo"
+    (repo / "rtl").mkdir(parents=True)
+    for name in names:
+        (repo / "rtl" / f"{name}.v").write_text(FIFO.replace("fifo", name), encoding="utf-8")
+        tb = repo / "tb" / name
+        tb.mkdir(parents=True)
+        (tb / "Makefile").write_text(FOREACH_MAKEFILE.replace("= fifo", f"= {name}"), encoding="utf-8")
+        (tb / f"test_{name}.py").write_text(COCOTB_TEST, encoding="utf-8")
+    return repo
+
+
+def test_ci_init_reads_foreach_parameters_and_leaves_each_unknown_as_a_todo_with_its_line(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _testbenches(tmp_path, ("fifo",))
+    monkeypatch.chdir(repo / "tb" / "fifo")  # inside tb/x: the Makefile names ../../rtl/fifo.v
+    code, out, err = run_cli("ci", "init")
+    assert code == 0, out + err
+    config = repo / "hwtp.yaml"
+    text = config.read_text()
+    assert "parameters: {DEPTH: 16, WIDTH: 8}" in text
+    assert '- "rtl/fifo.v"' in text and 'dir: "tb/fifo"' in text
+    assert "not understood: tb/fifo/Makefile:13: COMPILE_ARGS: `-P other.X=1`" in out
+    assert "not understood: tb/fifo/Makefile:17: COMPILE_ARGS: `$(shell echo -DFAST)`" in out
+    assert "# TODO not understood: tb/fifo/Makefile:13" in text
+    assert "hwtp ci --config ../../hwtp.yaml" in out
+    loaded = load_ci(config)
+    assert dict(loaded.build.parameters) == {"DEPTH": "16", "WIDTH": "8"} and loaded.sources == ("rtl/fifo.v",)
+
+
+def test_ci_init_with_several_testbenches_lists_them_and_writes_the_one_chosen(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _testbenches(tmp_path, ("rx", "tx"))
+    monkeypatch.chdir(repo)
+    code, out, err = run_cli("ci", "init")
+    assert code == 2 and not (repo / "hwtp.yaml").exists()
+    assert "several cocotb testbenches" in err and "tb/rx/Makefile: top rx" in err and "tb/tx/Makefile: top tx" in err
+    for name in ("rx", "tx"):
+        code, out, err = run_cli("ci", "init", "--flow", f"tb/{name}/Makefile", "-o", f"hwtp-{name}.yaml")
+        assert code == 0, out + err
+        loaded = load_ci(repo / f"hwtp-{name}.yaml")
+        assert loaded.top == name and loaded.sources == (f"rtl/{name}.v",) and loaded.test_modules == (f"test_{name}",)

@@ -63,6 +63,7 @@ class Candidate:
     clock: dict[str, Any] | str | None = None
     reset: dict[str, Any] | str | None = None
     problem: str | None = None  # a row that cannot be used as given (the design is rejected with it)
+    excluded: tuple[Path, ...] = ()  # RTL files in its folder left out as testbenches (``Patterns.exclude``)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,10 @@ def _folder_candidate(folder: Path, patterns: Patterns) -> Candidate:
         spec = next((p for p in files if fnmatch.fnmatch(p.name, pattern) and not patterns.excluded(p)), None)
         if spec is not None:
             break
-    return Candidate(folder.name, str(folder), rtl, spec)
+    suffixes = {Path(p).suffix for p in patterns.rtl}
+    excluded = tuple(sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in suffixes
+                            and patterns.excluded(p) and not _hidden(p, folder)))
+    return Candidate(folder.name, str(folder), rtl, spec, excluded=excluded)
 
 
 def _by_name(src: Path, patterns: Patterns) -> list[Candidate]:
