@@ -261,3 +261,67 @@ def test_ci_init_with_several_testbenches_lists_them_and_writes_the_one_chosen(
         assert code == 0, out + err
         loaded = load_ci(repo / f"hwtp-{name}.yaml")
         assert loaded.top == name and loaded.sources == (f"rtl/{name}.v",) and loaded.test_modules == (f"test_{name}",)
+
+
+# --------------------------------------------------------------------------- initial blocks, timing
+
+INIT = """module offset(input clk, input [3:0] d, output reg [3:0] q);
+  reg [3:0] base;
+  initial base = 4'd3;
+  always @(posedge clk) q <= d + base;
+endmodule
+"""
+INIT_TB = """import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, Timer
+
+
+@cocotb.test()
+async def adds_three(dut):
+    Clock(dut.clk, 10, unit="ns").start(start_high=False)
+    for d in (1, 5, 9):
+        dut.d.value = d
+        await RisingEdge(dut.clk)
+        await Timer(1, "ns")
+        assert int(dut.q.value) == d + 3, f"q = {int(dut.q.value)} for d = {d}"
+"""
+
+
+def _single(tmp_path: Path, rtl: str, tb: str, extra: str = "") -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "top.v").write_text(rtl, encoding="utf-8")
+    (root / "test_top.py").write_text(tb, encoding="utf-8")
+    top = rtl.split("(")[0].split()[1]
+    (root / "hwtp.yaml").write_text(
+        f"design:\n  sources: [top.v]\n  top: {top}\ntests:\n  modules: [test_top]\n{extra}", encoding="utf-8"
+    )
+    return root
+
+
+@pytest.mark.sim
+def test_a_mutant_in_an_initial_block_runs_alone_and_the_rest_stay_shared(tmp_path: Path, run_cli: Run_) -> None:
+    root = _single(tmp_path, INIT, INIT_TB)
+    out = tmp_path / "r.json"
+    args = ("ci", "--config", root / "hwtp.yaml", "-n", "0", "--operators", "constant,arithmetic", "-j", "2")
+    code, text, err = run_cli(*args, "--verify", "--formal", "off", "--json", out)
+    assert code == 0, text + err
+    assert "in an initial block ran in a process of their own" in err
+    assert "shared simulator process" in err and "did not give what a process of its own gives" not in err
+    report = json.loads(out.read_text())
+    initial = [m for m in report["mutants"] if m["line"] == 3]
+    assert initial and all(m["status"] == "killed" for m in initial)  # alone, the changed constant is seen
+    code, text, err = run_cli(*args, "--formal", "off", "--no-shared", "--json", tmp_path / "alone.json")
+    alone = json.loads((tmp_path / "alone.json").read_text())
+    assert [(m["id"], m["status"]) for m in report["mutants"]] == [(m["id"], m["status"]) for m in alone["mutants"]]
+
+
+@pytest.mark.sim
+def test_delays_in_the_rtl_say_what_to_do_and_the_log_is_kept(tmp_path: Path, run_cli: Run_) -> None:
+    rtl = "module delayed(input clk, input a, output reg y);\n  always @(posedge clk) y <= #1 a;\nendmodule\n"
+    root = _single(tmp_path, rtl, COCOTB_TEST)
+    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", "-n", "2", "--no-diagnose")
+    assert code == 2, text + err
+    assert "NEEDTIMINGOPT" in err and "[--timing, -CFLAGS, -fcoroutines]" in err and "hwtp doctor" in err
+    log = Path(err.split("(full log: ")[-1].split(")")[0])
+    assert log.is_file() and "NEEDTIMINGOPT" in log.read_text()
