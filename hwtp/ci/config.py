@@ -18,7 +18,7 @@ name ``file:line: field: what is wrong`` and how to fix it. Every field also has
       dir: sim_build                # the simulator's working folder (cocotb's test_dir; default: a private one)
     build: {args: [], defines: {}, parameters: {}, includes: [include], simulator: verilator}
     mutation: {n: 32, operators: [], seed: 0, formal: auto}   # formal: survivors proved equivalent by Yosys
-    timeout: 60                     # wall-clock seconds per mutant (default: automatic)
+    timeout: 60                     # wall-clock seconds per mutant (default: 3 x golden's run, at least 15)
     jobs: 2
     min_score: 0.8
     shared: true                    # many mutants per simulator process, when checked sound

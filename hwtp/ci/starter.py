@@ -324,7 +324,7 @@ mutation:
   operators: []                 # operator families or names (empty: every bug-injecting one)
   seed: 0                       # the same seed picks the same mutants
 
-# timeout: 60                   # seconds per simulator run (default: 10 x the golden run, at least 30)
+# timeout: 60                   # seconds per mutant run (default: 3 x the golden run, at least 15)
 # jobs: 2                       # simulator processes at once (default: the CPU count)
 min_score: 0.8                  # the gate: `hwtp ci` exits 1 when the mutation score is below this
 """
