@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import hwtp.commands.ci as ci_command
+from hwtp import progress
 from hwtp.ci.elaborated import elaboration
 from hwtp.config import load_ci
 from hwtp.design import edge_signals
@@ -156,6 +157,7 @@ def test_a_hanging_mutant_is_bounded_by_goldens_time_visible_and_apart_from_surv
     tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ci_command, "PLAIN_SECONDS", 2.0)  # a progress line while nothing finishes
+    monkeypatch.setattr(progress, "PLAIN_SECONDS", 2.0)
     root = _project(tmp_path, hang=True)
     out = tmp_path / "r.json"
     code, text, err = run_cli(

@@ -467,6 +467,7 @@ def run_ci(
     shard: tuple[int, int] | None = None,
     verify: bool = False,
     note: Callable[[str], None] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> CiReport:
     """Mutate, build once, run the tests on golden then on every valid mutant; return the report.
 
@@ -474,7 +475,8 @@ def run_ci(
     ``on_mutants`` is told how many mutants will run; ``progress`` gets each result as it comes;
     ``cache_root`` overrides the build cache folder; ``shard`` = (i, n) runs the i-th of n slices;
     ``verify`` checks the shared process against a process per mutant again (:mod:`hwtp.ci.shared`);
-    ``note`` is told how the mutants ran.
+    ``note`` is told how the mutants ran; ``advance`` how many more states a shared process finished
+    (progress before its results are checked and told through ``progress``).
     """
     start = time.perf_counter()
     design = config.load_design()
@@ -527,7 +529,7 @@ def run_ci(
         solo = {owners[i] for i in run_once(design.sources, config.build, sites)}
         outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
                               power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch,
-                              solo=solo)
+                              solo=solo, advance=advance)
         if note:
             note(outcome.note)
     results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index), unreached.get(m.id))

@@ -125,6 +125,7 @@ def _groups(tests: Sequence[TestOutcome], user: Sequence[tuple[str, str]]
 
 def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
                  power_on: dict[str, object] | None, watch: diagnosis.Watch | None = None,
+                 advance: Callable[[int], None] | None = None,
                  ) -> tuple[list[Run | None], dict[int, list[str]]]:
     """Run ``states`` in one process: a Run per state (None for those it did not get to), and
     the states whose power-on state could not be restored, with the signals that differed."""
@@ -149,6 +150,8 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
             now = time.perf_counter()
             new = _marks(folder / "progress.jsonl")
             if len(new) != len(marks):
+                if advance is not None and len(new) > len(marks):
+                    advance(len(new) - max(len(marks), 1))  # a new mark: the state before it finished
                 marks, seen_at = new, now
             budget = timeout_s if marks else STARTUP_S
             if now - seen_at > budget:
@@ -195,15 +198,17 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
 
 def run_shared(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
                power_on: dict[str, object] | None = None, watch: diagnosis.Watch | None = None,
+               advance: Callable[[int], None] | None = None,
                ) -> tuple[list[Run], dict[int, list[str]]]:
     """A Run per state (in order) from as few shared processes as timeouts and crashes allow, and
-    the positions whose power-on state could not be restored (their runs are not to be used)."""
+    the positions whose power-on state could not be restored (their runs are not to be used).
+    ``advance`` is told how many more states finished, as the process reports them (progress)."""
     runs: list[Run | None] = [None] * len(states)
     tainted: dict[int, list[str]] = {}
     attempt = 0
     while left := [i for i, r in enumerate(runs) if r is None]:
         got, differ = _one_process(build, config, [states[i] for i in left], folder / f"p{attempt}", timeout_s,
-                                   power_on, watch)
+                                   power_on, watch, advance)
         attempt += 1
         if all(r is None for r in got):  # no progress: do not loop
             got[0] = Run(EvalStatus.ERROR, (), 0.0, "the shared simulator process gave no result")
@@ -235,9 +240,14 @@ def _outputs_differ(run: Run) -> str:
     return f"output {o.signal} differs at {o.propagated_ns:g} ns of {o.test} from golden's in a process of its own"
 
 
+#: Bumped when what makes a shared process sound changes (2: initial-block mutants run alone,
+#: output registers in generate blocks are restored): an older verdict is not reused.
+VERDICT_RULES = 2
+
+
 def soundness_key(build: Build, config: CiConfig) -> str:
     """The build and everything of the testbench a verdict depends on (the tests' Python files)."""
-    h = hashlib.sha256(json.dumps([build.key, config.test_modules, config.test_filter, config.test_env,
+    h = hashlib.sha256(json.dumps([VERDICT_RULES, build.key, config.test_modules, config.test_filter, config.test_env,
                                    config.random_seed, config.top, str(config.test_dir or "")]).encode())
     for folder in config.test_paths:
         for path in sorted(folder.rglob("*.py")):
@@ -361,11 +371,12 @@ def power_on_job(design: Design, options: BuildOptions = NO_OPTIONS) -> dict[str
 def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: Run, folder: Path,
                 timeout_s: float, power_on: dict[str, object] | None = None, verify: bool = False,
                 progress: Callable[[int, Run], None] | None = None, watch: diagnosis.Watch | None = None,
-                solo: Collection[int] = (),
+                solo: Collection[int] = (), advance: Callable[[int], None] | None = None,
                 ) -> Outcome:
     """Run every mutant, in shared processes when sound (see the module docstring), else one
     process each; ``power_on`` is :func:`power_on_job`; ``progress`` is told each mutant's run as it is known;
-    ``watch``: observe each test (:mod:`hwtp.ci.observe`), in either mode. ``solo``: mutants that
+    ``watch``: observe each test (:mod:`hwtp.ci.observe`), in either mode; ``advance``: states a shared
+    process finished, as they finish (its results are told only once checked). ``solo``: mutants that
     always run in a process of their own (in an ``initial`` block, :func:`run_once`); they take
     no part in the soundness check, so they never make a testbench unsound."""
     lock = threading.Lock()
@@ -391,7 +402,7 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
     alone_first = [m for m in mutants if m in solo]
     if alone_first:
         shared_part = run_mutants(build, config, [m for m in mutants if m not in solo], golden, folder, timeout_s,
-                                  power_on, verify, progress, watch)
+                                  power_on, verify, progress, watch, advance=advance)
         runs_solo = per_process(alone_first, "")
         note = (f"{shared_part.note}; {len(alone_first)} mutant{'s' if len(alone_first) > 1 else ''} in an "
                 "initial block ran in a process of their own (an initial block runs once per process)")
@@ -405,7 +416,8 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
     chunks = [list(mutants[i::n_proc]) for i in range(n_proc)]
 
     def chunk(i: int) -> tuple[list[Run], dict[int, list[str]]]:
-        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on, watch)
+        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on, watch,
+                          advance)
 
     got = procs.map_threads(chunk, range(n_proc), n_proc)
     problems = [_why(f"golden, run {k + 1} in shared process {i + 1}", r, golden)

@@ -52,6 +52,9 @@ class _Progress:
     def __init__(self) -> None:
         self.bar: Progress | None = None
         self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.told = 0  # results told
+        self.ran = 0  # states shared processes finished
 
     def start(self, total: int) -> None:
         self.bar = Progress(total, "testing mutants")
@@ -65,7 +68,16 @@ class _Progress:
 
     def __call__(self, result: MutantResult) -> None:
         if self.bar is not None:
-            self.bar(1)
+            with self.lock:
+                self.told += 1
+                self.bar.to(max(self.told, self.bar.done))
+
+    def advance(self, states: int) -> None:
+        """States a shared process finished (its results come later, once checked)."""
+        if self.bar is not None:
+            with self.lock:
+                self.ran += states
+                self.bar.to(max(self.told, min(self.ran, self.bar.total - 1)))
 
     def close(self) -> None:
         self.stop.set()
@@ -171,7 +183,7 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
     progress = _Progress()
     try:
         report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
-                        note=lambda text: click.echo(f"hwtp ci: {text}", err=True))
+                        note=lambda text: click.echo(f"hwtp ci: {text}", err=True), advance=progress.advance)
     finally:
         progress.close()
     if part is not None:
