@@ -155,9 +155,10 @@ def _apply(root: Path, found: Detected, findings: Findings) -> None:
         folder = module_folder(module, found.module_paths)
         if folder is not None:
             paths += _relative(root, (folder,), "test folder", findings)
-    # the flow's other PYTHONPATH folders hold what the tests import (a model package beside them)
-    paths += _relative(root, tuple(p for p in found.module_paths if p.is_dir() and p.is_relative_to(root)),
-                       "test folder", findings)
+    # the flow's own PYTHONPATH folders (after its folder) hold what the tests import (a model package)
+    if found.origin.endswith(_MAKEFILES):
+        extra = tuple(p for p in found.module_paths[1:] if p.is_dir() and p.is_relative_to(root))
+        paths += _relative(root, extra, "test folder", findings)
     findings.paths = list(dict.fromkeys(paths))
     findings.includes = _relative(root, tuple(p for p in found.includes if p.is_dir()), "include folder", findings)
     for path in found.includes:
