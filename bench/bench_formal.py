@@ -44,6 +44,16 @@ from hwtp.formal.classify import FormalConfig, check
 from hwtp.mutantset import Mutant, MutantClass, MutantSet
 
 
+def _write_sources(mutant_set: MutantSet, mutants: list[Mutant], root: Path) -> list[str]:
+    """The formal sources of ``mutants`` under ``root/src``; their paths from ``root``."""
+    files = []
+    for src in miter.formal_sources(mutant_set, mutants):
+        (root / "src" / src.path).parent.mkdir(parents=True, exist_ok=True)
+        (root / "src" / src.path).write_text(src.text)
+        files.append(f"src/{src.path}")
+    return files
+
+
 def _yosys_wall(mutant_set: MutantSet, mutants: list[Mutant], bounds: miter.Bounds, one_each: bool) -> float:
     """Wall-clock s Yosys takes to check ``mutants``: one invocation for all, or one each."""
     exe = yosys.require()
@@ -53,11 +63,7 @@ def _yosys_wall(mutant_set: MutantSet, mutants: list[Mutant], bounds: miter.Boun
         return 0.0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        files = []
-        for src in miter.formal_sources(mutant_set, checkable):
-            (root / "src" / src.path).parent.mkdir(parents=True, exist_ok=True)
-            (root / "src" / src.path).write_text(src.text)
-            files.append(f"src/{src.path}")
+        files = _write_sources(mutant_set, checkable, root)
         (root / "logs").mkdir()
         groups = [[m] for m in checkable] if one_each else [checkable]
         start = time.perf_counter()
@@ -77,11 +83,7 @@ def _pdr(mutant_set: MutantSet, mutants: list[Mutant], timeout_s: float) -> dict
     out: dict[str, tuple[bool, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        files = []
-        for src in miter.formal_sources(mutant_set, mutants):
-            (root / "src" / src.path).parent.mkdir(parents=True, exist_ok=True)
-            (root / "src" / src.path).write_text(src.text)
-            files.append(f"src/{src.path}")
+        files = _write_sources(mutant_set, mutants, root)
         for m in mutants:
             start = time.perf_counter()
             script = root / f"{m.id}.ys"

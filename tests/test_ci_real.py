@@ -110,23 +110,12 @@ def test_unelaborated_and_equivalent_mutants_are_out_of_the_score_in_every_repor
 ) -> None:
     root = _project(tmp_path)
     out = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "md", "sarif")}
-    code, text, err = run_cli(
-        "ci",
-        "--config",
-        root / "hwtp.yaml",
-        "-n",
-        "0",
-        "-j",
-        "2",
-        "--json",
-        out["json"],
-        "--junit",
-        out["xml"],
-        "--markdown",
-        out["md"],
-        "--sarif",
-        out["sarif"],
-    )
+    reports = [
+        a
+        for k, flag in (("json", "--json"), ("xml", "--junit"), ("md", "--markdown"), ("sarif", "--sarif"))
+        for a in (flag, out[k])
+    ]
+    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", *["-n", "0", "-j", "2"], *reports)
     assert code == 0, text + err
     report = json.loads(out["json"].read_text())
     by_status: dict[str, list[dict[str, object]]] = {}
@@ -160,21 +149,8 @@ def test_a_hanging_mutant_is_bounded_by_goldens_time_visible_and_apart_from_surv
     monkeypatch.setattr(progress, "PLAIN_SECONDS", 2.0)
     root = _project(tmp_path, hang=True)
     out = tmp_path / "r.json"
-    code, text, err = run_cli(
-        "ci",
-        "--config",
-        root / "hwtp.yaml",
-        "-n",
-        "0",
-        "--operators",
-        "bitwise",
-        "-j",
-        "1",
-        "--formal",
-        "off",
-        "--json",
-        out,
-    )
+    options = ["-n", "0", "--operators", "bitwise", "-j", "1", "--formal", "off"]
+    code, text, err = run_cli("ci", "--config", root / "hwtp.yaml", *options, "--json", out)
     assert code == 0, text + err
     report = json.loads(out.read_text())
     golden = report["golden"]["seconds"]
