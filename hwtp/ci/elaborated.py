@@ -78,4 +78,3 @@ def elaboration(sources: Sequence[SourceFile], top: str, options: BuildOptions) 
 
     compilation.getRoot().visit(visit)
     return Elaboration(frozenset(blocks), frozenset(live_blocks), frozenset(modules), frozenset(live_modules))
-
