@@ -217,5 +217,7 @@ def aiger_script(design: Design, files: Sequence[str], selectors: Sequence[str],
         lines += [f"cd {module}", *(f"connect -set {w} 32'd{value}" for w in selectors), "cd .."]
     lines += ["setundef -zero -undriven", "setundef -zero", "opt_expr -full", "opt_clean", "setundef -zero",
               f"miter -equiv -flatten -make_assert {GOLD} {MUT} hwtp_pdr", "hierarchy -top hwtp_pdr",
-              "flatten", "dffunmap", "opt_clean", f"write_aiger -zinit {_quote(out)}", ""]
+              "flatten", "techmap", "opt -fast", "dffunmap", "abc -g AND -fast", "opt_clean",
+              "setundef -zero -init",  # every register's initial value 0 (else -zinit leaves it free)
+              f"write_aiger -zinit {_quote(out)}", ""]
     return "\n".join(lines)
