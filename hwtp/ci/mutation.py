@@ -64,7 +64,7 @@ _TIMEOUTS_COUNT = {"excluded": "apart from survivors and out of the score", "kil
 
 def mutant_timeout(golden_seconds: float) -> float:
     """The per-mutant wall-clock limit when none is configured, from golden's own run time."""
-    return max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * golden_seconds)
+    return round(max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * golden_seconds), 1)
 
 
 class TestbenchError(HwtpError):
