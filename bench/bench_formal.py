@@ -20,7 +20,9 @@ Levers (issue: resolve more, faster), measured on what today's check leaves unkn
 - ``--pdr``: ABC's ``pdr`` (property-directed reachability, an unbounded engine that finds
   its own inductive strengthening: no register has to match golden's) on the miter written as
   AIGER (``hwtp.formal.miter.aiger_script``), per mutant, ``--timeout`` s each; only a proof
-  counts (a PDR counterexample may lie in the power-on reset, which it does not model).
+  counts (a PDR counterexample may lie in the power-on reset, which it does not model). The
+  classifier runs this stage itself on bounded-proof unknowns (``FormalConfig.pdr``); with
+  ``--pdr`` the check runs without it, and the stage is measured apart.
 
 Run: python bench/bench_formal.py [--designs a,b] [--depth 20] [--timeout 10] [--jobs 2] [--witness-cycles 2000]
                                   [--induction 8] [--pdr]
@@ -128,7 +130,8 @@ def main() -> None:
                                        prefer_killable=False)
         result = engine.mutate(design, config)
         unknown = [m for m in result.valid if m.klass == MutantClass.UNKNOWN]
-        verdicts = check(result, unknown, FormalConfig(bounds=bounds, jobs=args.jobs))
+        # --pdr: today's check without its pdr stage, then pdr measured apart on what it leaves
+        verdicts = check(result, unknown, FormalConfig(bounds=bounds, jobs=args.jobs, pdr=not args.pdr))
         classes = Counter(v.klass.value for v in verdicts.values())
         for v in verdicts.values():
             if "seconds" in v.proof:
