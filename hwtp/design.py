@@ -149,8 +149,15 @@ def edge_signals(sources: Sequence[SourceFile]) -> frozenset[str]:
 
 def clock_candidates(ports: Sequence[Port], edges: Collection[str], reset: Reset | None) -> list[str]:
     """The 1-bit inputs used as an edge (``posedge x``) other than the reset: the design's clocks."""
-    return [p.name for p in ports if p.direction == "input" and p.width == 1 and p.name in edges
-            and (reset is None or p.name != reset.port) and p.name.lower() not in RESET_NAMES]
+    return [
+        p.name
+        for p in ports
+        if p.direction == "input"
+        and p.width == 1
+        and p.name in edges
+        and (reset is None or p.name != reset.port)
+        and p.name.lower() not in RESET_NAMES
+    ]
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,25 @@ def _timing() -> str:
     if compiler is None:
         return "timing     no C++ compiler: designs with # delays cannot be built with --timing"
     try:
-        proc = subprocess.run([compiler, "-std=c++20", "-fcoroutines", "-fsyntax-only", "-x", "c++", "-"],
-                              input=_COROUTINE, capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run(
+            [compiler, "-std=c++20", "-fcoroutines", "-fsyntax-only", "-x", "c++", "-"],
+            input=_COROUTINE,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"timing     cannot check {compiler}: {exc}"
     if proc.returncode == 0:
-        return ("timing     ok: designs with # delays build with hwtp.yaml build.args "
-                "[--timing, -CFLAGS, -fcoroutines] (hwtp's default build has no --timing)")
-    return (f"timing     {compiler} has no C++20 coroutines (-fcoroutines): designs with # delays cannot be "
-            "built; install g++ >= 10 or keep delays out of the RTL")
+        return (
+            "timing     ok: designs with # delays build with hwtp.yaml build.args "
+            "[--timing, -CFLAGS, -fcoroutines] (hwtp's default build has no --timing)"
+        )
+    return (
+        f"timing     {compiler} has no C++20 coroutines (-fcoroutines): designs with # delays cannot be "
+        "built; install g++ >= 10 or keep delays out of the RTL"
+    )
 
 
 @click.command()

@@ -182,8 +182,11 @@ def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -
     if not candidate.clock:
         used = clock_candidates(ports, edges, guessed_reset)
         if guessed_clock is None and len(used) > 1:
-            raise Rejected(Reason.CONTROLS, f"several clocks ({', '.join(used)} are each used as posedge/negedge): "
-                                            "hwtp drives one clock; give clock (a port) in a manifest row")
+            raise Rejected(
+                Reason.CONTROLS,
+                f"several clocks ({', '.join(used)} are each used as posedge/negedge): "
+                "hwtp drives one clock; give clock (a port) in a manifest row",
+            )
     try:
         clock = None if candidate.clock == "none" else clock_from(candidate.clock) if candidate.clock else guessed_clock
         if candidate.reset == "none" or (clock is None and not candidate.reset):
@@ -194,9 +197,12 @@ def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -
         raise Rejected(Reason.CONTROLS, str(exc)) from exc
     clocked = [p for p in clock_candidates(ports, edges, reset) if clock is None or p != clock.port]
     if clock is None and clocked:
-        raise Rejected(Reason.CONTROLS, f"input {clocked[0]} is used as a clock (posedge/negedge {clocked[0]}) "
-                                        "but no clock is set: give clock (a port) in a manifest row; hwtp does "
-                                        "not import a clocked design as combinational")
+        raise Rejected(
+            Reason.CONTROLS,
+            f"input {clocked[0]} is used as a clock (posedge/negedge {clocked[0]}) "
+            "but no clock is set: give clock (a port) in a manifest row; hwtp does "
+            "not import a clocked design as combinational",
+        )
     return clock, reset
 
 
@@ -422,8 +428,9 @@ def import_designs(
         if name not in taken and (outdir / name / MANIFEST).is_file():  # written before the summary was
             taken[name] = _folder_identity(outdir / name) or ""
         if taken.get(name) == ident and (outdir / name / "plans" / "reference.yaml").is_file():
-            entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(decided.design, candidate),
-                          resumed=True)
+            entry = Entry(
+                candidate.origin, Status.IMPORTED, name, ident, info=_info(decided.design, candidate), resumed=True
+            )
             claimed[ident] = entry
             entries.append(entry)
             if progress:
@@ -492,8 +499,7 @@ def _decided(
             return Entry(
                 candidate.origin, Status.DUPLICATE, safe_name(candidate.name), ident, detail=claimed[ident].name
             )
-        return Entry(candidate.origin, Status.REJECTED, safe_name(candidate.name), ident, exc.reason, exc.detail,
-                     row)
+        return Entry(candidate.origin, Status.REJECTED, safe_name(candidate.name), ident, exc.reason, exc.detail, row)
     ident = examined.identity
     if ident in claimed:
         return Entry(candidate.origin, Status.DUPLICATE, examined.design.name, ident, detail=claimed[ident].name)
@@ -514,8 +520,16 @@ def _folder_identity(folder: Path) -> str | None:
 
 def row_key(candidate: Candidate) -> str:
     """What the candidate's manifest row (or folder) asks for: a changed row is decided again."""
-    asked = [candidate.name, [str(p) for p in candidate.rtl], str(candidate.spec or ""), candidate.spec_text or "",
-             candidate.top, candidate.clock, candidate.reset, candidate.problem]
+    asked = [
+        candidate.name,
+        [str(p) for p in candidate.rtl],
+        str(candidate.spec or ""),
+        candidate.spec_text or "",
+        candidate.top,
+        candidate.clock,
+        candidate.reset,
+        candidate.problem,
+    ]
     return hashlib.sha256(json.dumps(asked, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -144,8 +144,13 @@ def _folder_candidate(folder: Path, patterns: Patterns) -> Candidate:
         if spec is not None:
             break
     suffixes = {Path(p).suffix for p in patterns.rtl}
-    excluded = tuple(sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in suffixes
-                            and patterns.excluded(p) and not _hidden(p, folder)))
+    excluded = tuple(
+        sorted(
+            p
+            for p in folder.rglob("*")
+            if p.is_file() and p.suffix in suffixes and patterns.excluded(p) and not _hidden(p, folder)
+        )
+    )
     return Candidate(folder.name, str(folder), rtl, spec, excluded=excluded)
 
 
