@@ -24,6 +24,7 @@ from the i-th); :mod:`hwtp.ci.shards` merges the slices' JSON reports into the u
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -448,7 +449,9 @@ def _prove_survivors(results: tuple[MutantResult, ...], mutant_set: mutantset.Mu
         Bounds(depth=config.formal_depth, timeout_s=config.formal_timeout), jobs=config.jobs, build=config.build))
     proved = {mid: v for mid, v in verdicts.items() if v.klass == MutantClass.EQUIVALENT}
     if note:
-        note(f"{len(proved)} of {len(survivors)} survivors proved equivalent by Yosys (out of the score)")
+        why = Counter(str(v.proof.get("reason") or v.klass.value) for mid, v in verdicts.items() if mid not in proved)
+        most = f"; most common reason the others were not: {why.most_common(1)[0][0]}" if why else ""
+        note(f"{len(proved)} of {len(survivors)} survivors proved equivalent by Yosys (out of the score){most}")
     out = []
     for r in results:
         verdict = proved.get(r.id)
