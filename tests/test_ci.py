@@ -201,7 +201,7 @@ def test_score_leaves_out_equivalent_and_indeterminate(tmp_path: Path) -> None:
     c = report.counts
     assert (c["valid"], c["killed"], c["survived"], c["indeterminate"], c["equivalent"]) == (6, 2, 1, 2, 1)
     assert report.score == pytest.approx(2 / 3)
-    assert report.formula == "killed 2 / (valid 6 - equivalent 1 - indeterminate 2)"
+    assert report.formula == "killed 2 / (valid 6 - equivalent 1 - not_elaborated 0 - indeterminate 2)"
     assert report.gate_passed
     assert "m0002" in survivors_table(report) and "m0001" not in survivors_table(report)
 

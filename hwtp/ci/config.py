@@ -17,8 +17,8 @@ name ``file:line: field: what is wrong`` and how to fix it. Every field also has
       paths: [tests]                # folders put on PYTHONPATH (default: this folder)
       dir: sim_build                # the simulator's working folder (cocotb's test_dir; default: a private one)
     build: {args: [], defines: {}, parameters: {}, includes: [include], simulator: verilator}
-    mutation: {n: 32, operators: [], seed: 0}
-    timeout: 60                     # wall-clock seconds per mutant (default: automatic)
+    mutation: {n: 32, operators: [], seed: 0, formal: auto}   # formal: survivors proved equivalent by Yosys
+    timeout: 60                     # wall-clock seconds per mutant (default: 3 x golden's run, at least 15)
     jobs: 2
     min_score: 0.8
     shared: true                    # many mutants per simulator process, when checked sound
@@ -43,6 +43,7 @@ from hwtp.design import (
     SourceFile,
     check_trusted,
     clock_from,
+    edge_signals,
     guess_controls,
     load_design,
     reset_from,
@@ -54,6 +55,8 @@ from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, backend
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: How a timeout counts in the score: as killed, as survived, or left out (the default).
 TIMEOUTS_AS = ("excluded", "killed", "survived")
+#: Whether survivors are checked for equivalence with Yosys: off, auto (when installed), on (required).
+FORMAL = ("auto", "on", "off")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
@@ -62,7 +65,7 @@ _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("design",): ("folder", "sources", "top", "clock", "reset"),
     ("tests",): ("modules", "paths", "filter", "env", "random_seed", "dir"),
     ("build",): ("simulator", "args", "defines", "parameters", "includes"),
-    ("mutation",): ("n", "operators", "seed", "since"),
+    ("mutation",): ("n", "operators", "seed", "since", "formal", "formal_timeout"),
 }
 
 
@@ -88,7 +91,10 @@ class CiConfig:
     operators: tuple[str, ...] = ()              # operator families or names (empty: all bug-injecting)
     seed: int = 0                                # mutant selection seed
     since: str | None = None                     # only lines changed since this git revision
-    timeout_s: float | None = None               # per simulator run; None: max(30 s, 10 x golden)
+    timeout_s: float | None = None               # per simulator run; None: from golden's (hwtp.ci.mutation)
+    formal: str = "auto"                         # survivors checked for equivalence by Yosys: auto, on, off
+    formal_depth: int = 20                       # bounded-check cycles after reset
+    formal_timeout: float = 5.0                  # wall-clock s per survivor for the formal check
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     min_score: float | None = None               # the gate; None: report only
     shared: bool = True                          # many mutants per simulator process when sound (hwtp.ci.shared)
@@ -111,6 +117,8 @@ class CiConfig:
             raise ConfigError(f"{self.source}: min_score (--min-score) must be from 0 to 1")
         if self.simulator not in backend_names():
             raise ConfigError(f"{self.source}: build.simulator must be one of {', '.join(backend_names())}")
+        if self.formal not in FORMAL:
+            raise ConfigError(f"{self.source}: mutation.formal (--formal) must be one of {', '.join(FORMAL)}")
         if self.timeouts_as not in TIMEOUTS_AS:
             raise ConfigError(f"{self.source}: timeouts_as (--timeouts-as) must be one of {', '.join(TIMEOUTS_AS)}")
         if self.design_folder is not None and (self.build.includes or self.build.headers):
@@ -140,7 +148,7 @@ class CiConfig:
         check_trusted((*sources, *self.build.headers), self.root)
         clock, reset = self.clock, self.reset
         if clock is None and reset is None:  # not configured: only export-tests needs them
-            clock, reset = guess_controls(ports)
+            clock, reset = guess_controls(ports, edge_signals(sources))
         return Design(self.top, self.top, self.root, sources, "", clock, reset, ports)
 
     def with_plans_module(self, path: Path) -> CiConfig:
@@ -360,7 +368,14 @@ def _build_and_mutation(r: _Reader, root: Path) -> dict[str, Any]:
     since = mutation.get("since")
     if since is not None and (not isinstance(since, str) or since.startswith("-")):
         raise r.error(("mutation", "since"), "expected a git revision")
+    formal = mutation.get("formal", "auto")
+    if isinstance(formal, bool):  # YAML reads a bare on/off as a boolean
+        formal = "on" if formal else "off"
+    if formal not in FORMAL:
+        raise r.error(("mutation", "formal"), f"expected one of {', '.join(FORMAL)}")
+    formal_timeout = r.number(("mutation", "formal_timeout"), mutation.get("formal_timeout", 5.0), float, 0.001)
     return {
+        "formal": formal, "formal_timeout": formal_timeout,
         "simulator": simulator,
         "build": BuildOptions(defines=r.pairs(("build", "defines"), build.get("defines"), names=True),
                               parameters=r.pairs(("build", "parameters"), build.get("parameters"), names=True),

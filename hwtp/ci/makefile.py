@@ -2,13 +2,15 @@
 
 Understood: ``VAR = / := / ?= / += value`` (with ``export``/``override``), line continuations,
 comments, ``ifeq``/``ifneq``/``ifdef``/``ifndef``/``else``/``endif`` on variables it knows,
-``$(VAR)``/``${VAR}``, ``$(PWD)``, ``$(CURDIR)``, ``$(shell pwd)``, ``$(MAKEFILE_LIST)`` and the
-functions ``wildcard``, ``abspath``, ``realpath``, ``dir``, ``notdir``, ``addprefix``,
-``addsuffix``, ``firstword``, ``lastword``, and the ``include $(shell cocotb-config
+``$(VAR)``/``${VAR}``, ``$(PWD)``, ``$(CURDIR)``, ``$(shell pwd)``, ``$(MAKEFILE_LIST)``,
+``$(.VARIABLES)`` and the functions ``wildcard``, ``abspath``, ``realpath``, ``dir``, ``notdir``,
+``addprefix``, ``addsuffix``, ``firstword``, ``lastword``, ``foreach``, ``filter``,
+``filter-out``, ``subst``, ``patsubst``, ``strip``, and the ``include $(shell cocotb-config
 --makefiles)/Makefile.sim`` line. The variables read are cocotb's: ``VERILOG_SOURCES``,
 ``TOPLEVEL``/``COCOTB_TOPLEVEL``, ``MODULE``/``COCOTB_TEST_MODULES``, ``COMPILE_ARGS`` and
-``EXTRA_ARGS`` (``+incdir+``, ``-I``, ``-D``, ``+define+``, ``-G``, ``-P<top>.``; other flags are
-kept as build arguments), ``SIM``, ``TESTCASE``/``COCOTB_TEST_FILTER``, ``COCOTB_RANDOM_SEED``
+``EXTRA_ARGS`` (``+incdir+``, ``-I``, ``-D``, ``+define+``, ``-G``, ``-P<top>.`` and ``-P <top>.``;
+a ``-P`` for another module is not understood; other flags are kept as build arguments),
+``SIM``, ``TESTCASE``/``COCOTB_TEST_FILTER``, ``COCOTB_RANDOM_SEED``
 and ``PYTHONPATH``. Anything else in a value that is used is an
 :class:`~hwtp.ci.detected.Unknown` with its file:line and the key to fill in. Nothing is run.
 """
@@ -26,6 +28,7 @@ from typing import Any
 from hwtp.ci.detected import SIMULATORS, Detected, Unknown
 
 _ASSIGN = re.compile(r"^(?:(?:export|override)\s+)*([A-Za-z_][A-Za-z0-9_.]*)\s*(::?=|:::=|\?=|\+=|!=|=)\s*(.*)$")
+_RULE = re.compile(r"^[^\s=#][^=#]*:(?!=)")  # `target: prerequisites` (not `VAR := value`)
 _CONDITIONAL = re.compile(r"^(ifeq|ifneq|ifdef|ifndef)\s*(.*)$")
 #: cocotb's defaults for what a Makefile usually leaves unset.
 _DEFAULTS = {"SIM": "icarus", "TOPLEVEL_LANG": "verilog"}
@@ -50,6 +53,7 @@ class _Var:
     value: str
     expanded: bool  # := (expanded at assignment) or = (at use)
     line: int
+    parts: tuple[tuple[int, str], ...] = ()  # a recursive variable's (line, text) of each = and +=
 
 
 class _Make:
@@ -86,9 +90,30 @@ class _Make:
                 raise _NotUnderstood(f"`{text[i:i + 2]}`")
         return "".join(out)
 
+    def foreach(self, rest: str, depth: int) -> str:
+        """``$(foreach VAR,LIST,TEXT)``: TEXT expanded once per word of LIST with VAR set to it."""
+        parts = _split_args(rest)
+        if len(parts) != 3:
+            raise _NotUnderstood("`$(foreach ...)` without three arguments")
+        name = self.expand(parts[0], depth + 1).strip()
+        saved = self.vars.get(name)
+        out = []
+        try:
+            for word in self.expand(parts[1], depth + 1).split():
+                self.vars[name] = _Var(word, True, 0)
+                out.append(self.expand(parts[2], depth + 1))
+        finally:
+            if saved is None:
+                self.vars.pop(name, None)
+            else:
+                self.vars[name] = saved
+        return " ".join(out)
+
     def variable(self, name: str, depth: int) -> str:
         if name in ("PWD", "CURDIR"):
             return str(self.folder)
+        if name == ".VARIABLES":
+            return " ".join(self.vars)
         if name == "MAKEFILE_LIST":
             return str(self.path.resolve())
         var = self.vars.get(name)
@@ -124,6 +149,18 @@ class _Make:
             return " ".join(os.path.basename(w) for w in words)
         if function in ("firstword", "lastword") and len(args) == 1:
             return (words[0] if function == "firstword" else words[-1]) if words else ""
+        if function == "foreach":
+            return self.foreach(rest, depth)
+        if function in ("filter", "filter-out") and len(args) == 2:
+            patterns = [_pattern(p) for p in args[0].split()]
+            keep = function == "filter"
+            return " ".join(w for w in words if any(p.match(w) for p in patterns) == keep)
+        if function == "subst" and len(args) == 3:
+            return args[2].replace(args[0], args[1])
+        if function == "patsubst" and len(args) == 3:
+            return " ".join(_patsubst(args[0].strip(), args[1].strip(), w) for w in words)
+        if function == "strip" and len(args) == 1:
+            return " ".join(words)
         if function in ("addprefix", "addsuffix") and len(args) == 2:
             fix = args[0].strip()
             return " ".join(fix + w if function == "addprefix" else w + fix for w in words)
@@ -158,6 +195,22 @@ def _matching(text: str, start: int, open_: str, close: str) -> int:
     raise _NotUnderstood(f"an unclosed `$({text[start + 1:start + 20]}`")
 
 
+def _pattern(text: str) -> re.Pattern[str]:
+    """A make pattern (one ``%`` matches any text) as a regular expression."""
+    head, percent, tail = text.partition("%")
+    return re.compile(re.escape(head) + (".*" if percent else "") + re.escape(tail) + r"\Z")
+
+
+def _patsubst(pattern: str, replacement: str, word: str) -> str:
+    head, percent, tail = pattern.partition("%")
+    if not percent:
+        return replacement if word == pattern else word
+    if not (word.startswith(head) and word.endswith(tail) and len(word) >= len(head) + len(tail)):
+        return word
+    stem = word[len(head):len(word) - len(tail)]
+    return replacement.replace("%", stem, 1)
+
+
 def _split_args(text: str) -> list[str]:
     """Function arguments split at top-level commas."""
     out: list[str] = []
@@ -181,9 +234,12 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     """(first line number, text) with continuations joined and comments removed."""
     out: list[tuple[int, str]] = []
     pending, start = "", 0
+    in_rule = False  # a tab-indented line is a recipe line only after a rule (else, e.g. in ifeq, text)
     for number, raw in enumerate(text.splitlines(), start=1):
-        if raw.startswith("\t") and not pending:
+        if raw.startswith("\t") and not pending and in_rule:
             continue  # a recipe line
+        if raw.strip() and not raw.startswith("\t") and not pending:
+            in_rule = bool(_RULE.match(raw)) and not _ASSIGN.match(raw.strip())
         line = re.sub(r"(?<!\\)#.*$", "", raw)
         if not pending:
             start = number
@@ -203,11 +259,13 @@ class _Flags:
     defines: list[tuple[str, str]]
     parameters: list[tuple[str, str]]
     args: list[str]
+    unknown: list[tuple[str, str]]  # (what is wrong, the text that says it)
 
 
 def _flags(words: list[str], top: str | None) -> _Flags:
-    """Compile arguments split into include folders, defines, parameters and the rest."""
-    out = _Flags([], [], [], [])
+    """Compile arguments split into include folders, defines, parameters and the rest (and
+    what could not be read)."""
+    out = _Flags([], [], [], [], [])
     i = 0
     while i < len(words):
         w = words[i]
@@ -229,9 +287,15 @@ def _flags(words: list[str], top: str | None) -> _Flags:
         elif w.startswith("-G") and "=" in w:
             name, _, value = w[2:].partition("=")
             out.parameters.append((name, value))
-        elif w.startswith("-P") and "=" in w and top and w[2:].startswith(f"{top}."):
-            name, _, value = w[2 + len(top) + 1:].partition("=")
-            out.parameters.append((name, value))
+        elif w.startswith("-P") and (w != "-P" or i + 1 < len(words)):
+            target = w[2:] if w != "-P" else words[i + 1]
+            i += w == "-P"
+            module, dot, assignment = target.partition(".")
+            name, equals, value = assignment.partition("=")
+            if top and module == top and dot and equals and name:
+                out.parameters.append((name, value))
+            else:
+                out.unknown.append((f"`-P {target}` sets no parameter of the top {top or '(unknown)'}", target))
         else:
             out.args.append(w)
         i += 1
@@ -322,19 +386,28 @@ def read_makefile(path: Path, root: Path) -> Detected | None:
             except _NotUnderstood as exc:
                 unknown.append(Unknown(rel, number, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
                 continue
-            make.vars[name] = _Var(f"{old.value} {added}".strip(), old.expanded, number)
+            parts = (*old.parts, (number, value)) if not old.expanded else ()
+            make.vars[name] = _Var(f"{old.value} {added}".strip(), old.expanded, number, parts)
         else:
-            make.vars[name] = _Var(value, False, number)
+            make.vars[name] = _Var(value, False, number, ((number, value),))
 
     def get(name: str) -> str | None:
         var = make.vars.get(name)
         if var is None:
             return None
+        if var.expanded:
+            return var.value
         try:
-            return var.value if var.expanded else make.expand(var.value)
-        except _NotUnderstood as exc:
-            unknown.append(Unknown(rel, var.line, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
-            return None
+            return make.expand(var.value)
+        except _NotUnderstood:
+            pass
+        values = []  # each assignment on its own: what is understood is kept, the rest is a TODO
+        for line, part in var.parts or ((var.line, var.value),):
+            try:
+                values.append(make.expand(part))
+            except _NotUnderstood as exc:
+                unknown.append(Unknown(rel, line, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
+        return " ".join(v for v in values if v) if values else None
 
     fields: dict[str, Any] = {}
     sources = get("VERILOG_SOURCES")
@@ -357,6 +430,11 @@ def read_makefile(path: Path, root: Path) -> Detected | None:
             except ValueError:
                 unknown.append(Unknown(rel, make.vars[name].line, f"{name}: unbalanced quotes", "build.args"))
     flags = _flags(words, fields.get("top"))
+    where = max((make.vars[n].line for n in ("COMPILE_ARGS", "EXTRA_ARGS") if n in make.vars), default=0)
+    lines = text.splitlines()
+    for problem, token in flags.unknown:  # at the line that spells it, when one does
+        at = next((i for i, t in enumerate(lines, start=1) if token in t), where)
+        unknown.append(Unknown(rel, at, f"COMPILE_ARGS: {problem}", "build.parameters"))
     fields["includes"] = tuple((make.folder / d).resolve() for d in flags.includes)
     fields["defines"] = tuple(flags.defines)
     fields["parameters"] = tuple(flags.parameters)

@@ -9,9 +9,13 @@ in its own process, ``jobs`` processes at a time. A mutant is *killed* when any 
 crashes or writes no results is *error*: both are indeterminate, neither killed nor survived.
 ``timeouts_as`` chooses how timeouts count (errors are always left out)::
 
-    excluded (default): score = killed / (valid - equivalent - indeterminate)
-    killed:             score = (killed + timeout) / (valid - equivalent - error)
-    survived:           score = killed / (valid - equivalent - error)
+    excluded (default): score = killed / (valid - equivalent - not_elaborated - indeterminate)
+    killed:             score = (killed + timeout) / (valid - equivalent - not_elaborated - error)
+    survived:           score = killed / (valid - equivalent - not_elaborated - error)
+
+*equivalent* mutants are proved so (by construction, or by the Yosys miter of
+:mod:`hwtp.formal` with ``formal`` on); *not_elaborated* ones sit in code the configured
+parameters never elaborate (:mod:`hwtp.ci.elaborated`): neither is run.
 
 ``shard=(i, n)`` runs the i-th of n deterministic slices of the valid mutants (every n-th,
 from the i-th); :mod:`hwtp.ci.shards` merges the slices' JSON reports into the unsharded one.
@@ -20,8 +24,9 @@ from the i-th); :mod:`hwtp.ci.shards` merges the slices' JSON reports into the u
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -31,10 +36,15 @@ from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
 from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, fields, summarize
+from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
-from hwtp.ci.shared import power_on_job, run_mutants
-from hwtp.design import SourceFile
+from hwtp.ci.shared import power_on_job, run_mutants, run_once
+from hwtp.design import Design, SourceFile, edge_signals
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
+from hwtp.formal import yosys as formal_yosys
+from hwtp.formal.classify import FormalConfig
+from hwtp.formal.classify import check as formal_check
+from hwtp.formal.miter import Bounds
 from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.probes import Coverage
 from hwtp.sim import procs
@@ -44,6 +54,18 @@ from hwtp.sim.runner import EvalStatus
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
 GOLDEN_TIMEOUT_S = 300.0
+#: A mutant's default limit: this many times golden's own run (the whole test run, process start
+#: included), and never under the floor (a loaded machine slows a short run down the most).
+TIMEOUT_FACTOR = 3.0
+TIMEOUT_FLOOR_S = 15.0
+_TIMEOUT_RULE = f"{TIMEOUT_FACTOR:g} x golden's run, at least {TIMEOUT_FLOOR_S:g} s; --timeout to change"
+_TIMEOUTS_COUNT = {"excluded": "apart from survivors and out of the score", "killed": "as killed",
+                   "survived": "as survived"}
+
+
+def mutant_timeout(golden_seconds: float) -> float:
+    """The per-mutant wall-clock limit when none is configured, from golden's own run time."""
+    return round(max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * golden_seconds), 1)
 
 
 class TestbenchError(HwtpError):
@@ -61,9 +83,12 @@ class Status(str, Enum):
     TIMEOUT = "timeout"  # indeterminate: the run was stopped after the timeout
     ERROR = "error"  # indeterminate: the simulator crashed or wrote no results
     EQUIVALENT = "equivalent"  # proved equivalent by hwtp mutate: not run, not counted
+    NOT_ELABORATED = "not_elaborated"  # in code the configured parameters never elaborate: not run, not counted
 
 
 INDETERMINATE = frozenset({Status.TIMEOUT, Status.ERROR})
+#: Not run and out of the score: nothing a test could ever tell from golden.
+UNSCORED = frozenset({Status.EQUIVALENT, Status.NOT_ELABORATED})
 #: A mutant's status from its run's: the tests fail on it (killed) or pass (survived).
 _FROM_RUN = {EvalStatus.FAIL: Status.KILLED, EvalStatus.PASS: Status.SURVIVED, EvalStatus.TIMEOUT: Status.TIMEOUT,
              EvalStatus.ERROR: Status.ERROR}
@@ -200,6 +225,7 @@ class CiReport:
             "killed": killed,
             "survived": survived,
             "equivalent": self.count(Status.EQUIVALENT),
+            "not_elaborated": self.count(Status.NOT_ELABORATED),
             "timeout": self.count(Status.TIMEOUT),
             "error": self.count(Status.ERROR),
             "indeterminate": indeterminate,
@@ -241,12 +267,13 @@ class CiReport:
     @property
     def formula(self) -> str:
         c = self.counts
+        unscored = (f"valid {c['valid']} - equivalent {c['equivalent']}"
+                    f" - not_elaborated {c.get('not_elaborated', 0)}")
         if self.timeouts_as == "excluded":
-            return (f"killed {c['killed']} / (valid {c['valid']} - equivalent {c['equivalent']}"
-                    f" - indeterminate {c['indeterminate']})")
+            return f"killed {c['killed']} / ({unscored} - indeterminate {c['indeterminate']})"
         top = f"(killed {c['killed']} + timeout {c['timeout']})" if self.timeouts_as == "killed" else \
             f"killed {c['killed']}"
-        return f"{top} / (valid {c['valid']} - equivalent {c['equivalent']} - error {c['error']})"
+        return f"{top} / ({unscored} - error {c['error']})"
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -318,16 +345,26 @@ def _golden_problem(run: Run, config: CiConfig) -> str:
     return "\n".join(lines)
 
 
+def _proof_reason(proof: dict[str, Any] | None) -> str:
+    """Why an equivalent mutant is not scored: its construction, or the formal proof's method."""
+    if proof is None:
+        return "equivalent by construction (hwtp mutate)"
+    depth = f" (depth {proof['depth']})" if proof.get("depth") else ""
+    return f"proved equivalent by Yosys: {proof.get('method', 'formal')}{depth}"
+
+
 def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Run | None,
-                   coverage: Coverage | None = None) -> MutantResult:
+                   coverage: Coverage | None = None, unreached: str | None = None) -> MutantResult:
     golden_text = mutant_set.design.source(m.file).text.splitlines()
     mutated = next(s for s in mutant_set.sources_of(m) if s.path == m.file).text.splitlines()
     g = golden_text[m.line - 1].strip() if m.line <= len(golden_text) else ""
     n = mutated[m.line - 1].strip() if m.line <= len(mutated) else ""
     killed_by: tuple[str, ...] = ()
-    reason: str | None = "proved equivalent by hwtp mutate"
+    reason: str | None = _proof_reason(m.proof)
     status, seconds = Status.EQUIVALENT, 0.0
-    if run is not None:
+    if unreached is not None:
+        status, reason = Status.NOT_ELABORATED, unreached
+    elif run is not None:
         status = _FROM_RUN[run.status]
         killed_by = tuple(f"{t.module}.{t.name}" for t in run.failed)
         reason, seconds = run.reason, run.seconds
@@ -373,6 +410,57 @@ def _build(mutant_set: mutantset.MutantSet, config: CiConfig, cache_root: Path |
     return ensure_build(backend, schemata, config.top, config.build, root=cache_root), None
 
 
+def _not_elaborated(mutant_set: mutantset.MutantSet, design: Design, config: CiConfig,
+                    valid: list[mutantset.Mutant]) -> dict[str, str]:
+    """The mutants whose every site lies in code the configured parameters do not elaborate,
+    with the reason (:mod:`hwtp.ci.elaborated`)."""
+    sites = [s for m in valid for s in m.sites]
+    if not sites:
+        return {}
+    reached = elaboration(design.sources, config.top, config.build)
+    given = ", ".join(f"{k}={v}" for k, v in config.build.parameters) or "their defaults"
+    reason = f"not elaborated with the configured parameters ({given}): no test can reach it"
+    return {m.id: reason for m in valid if m.sites and not any(reached.elaborated(s.file, s.start) for s in m.sites)}
+
+
+def _prove_survivors(results: tuple[MutantResult, ...], mutant_set: mutantset.MutantSet, config: CiConfig,
+                     note: Callable[[str], None] | None) -> tuple[MutantResult, ...]:
+    """Survivors that the Yosys miter (:mod:`hwtp.formal`) proves equivalent to golden become
+    ``equivalent``: no test could kill them, so they are out of the score and never "weak
+    stimulus". Only survivors are checked (a killed mutant is no equivalent). ``formal``: off;
+    auto (when Yosys is installed); on (Yosys required)."""
+    survivors = {m.id for m in results if m.status == Status.SURVIVED}
+    if config.formal == "off" or not survivors:
+        return results
+    if formal_yosys.find() is None:
+        if config.formal == "on":
+            formal_yosys.require()
+        if note:
+            note("survivors not checked for equivalence: Yosys is not installed (apt-get install yosys)")
+        return results
+    design = mutant_set.design
+    if design.clock is None and edge_signals(design.sources):
+        if note:
+            note("survivors not checked for equivalence: the design is clocked but design.clock is not set "
+                 f"in {config.source}")
+        return results
+    targets = [m for m in mutant_set.valid if m.id in survivors]
+    verdicts = formal_check(mutant_set, targets, FormalConfig(
+        Bounds(depth=config.formal_depth, timeout_s=config.formal_timeout), jobs=config.jobs, build=config.build))
+    proved = {mid: v for mid, v in verdicts.items() if v.klass == MutantClass.EQUIVALENT}
+    if note:
+        why = Counter(str(v.proof.get("reason") or v.klass.value) for mid, v in verdicts.items() if mid not in proved)
+        most = f"; most common reason the others were not: {why.most_common(1)[0][0]}" if why else ""
+        note(f"{len(proved)} of {len(survivors)} survivors proved equivalent by Yosys (out of the score){most}")
+    out = []
+    for r in results:
+        verdict = proved.get(r.id)
+        if verdict is not None:
+            r = replace(r, status=Status.EQUIVALENT, observations=(), reason=_proof_reason(verdict.proof))
+        out.append(r)
+    return tuple(out)
+
+
 def run_ci(
     config: CiConfig,
     progress: Callable[[MutantResult], None] | None = None,
@@ -382,6 +470,7 @@ def run_ci(
     shard: tuple[int, int] | None = None,
     verify: bool = False,
     note: Callable[[str], None] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> CiReport:
     """Mutate, build once, run the tests on golden then on every valid mutant; return the report.
 
@@ -389,7 +478,8 @@ def run_ci(
     ``on_mutants`` is told how many mutants will run; ``progress`` gets each result as it comes;
     ``cache_root`` overrides the build cache folder; ``shard`` = (i, n) runs the i-th of n slices;
     ``verify`` checks the shared process against a process per mutant again (:mod:`hwtp.ci.shared`);
-    ``note`` is told how the mutants ran.
+    ``note`` is told how the mutants ran; ``advance`` how many more states a shared process finished
+    (progress before its results are checked and told through ``progress``).
     """
     start = time.perf_counter()
     design = config.load_design()
@@ -408,7 +498,8 @@ def run_ci(
     valid = list(mutant_set.valid)
     if shard is not None:
         valid = valid[shard[0] - 1 :: shard[1]]
-    to_run = [m for m in valid if m.klass != MutantClass.EQUIVALENT]
+    unreached = _not_elaborated(mutant_set, design, config, valid)
+    to_run = [m for m in valid if m.klass != MutantClass.EQUIVALENT and m.id not in unreached]
     with procs.tempdir("ci", workdir) as tmp:
         watch: Watch | None = None
         if coverage is not None:
@@ -420,7 +511,11 @@ def run_ci(
             watch = Watch(watch.outputs, golden=watch.record, uncovered=incomplete)
         if golden.status != EvalStatus.PASS:
             raise TestbenchError(_golden_problem(golden, config))
-        timeout_s = config.timeout_s or max(30.0, 10.0 * golden.seconds)
+        timeout_s = config.timeout_s or mutant_timeout(golden.seconds)
+        if note:
+            note(f"{len(to_run)} mutants to run, each stopped after {timeout_s:.0f} s "
+                 f"({'timeout in ' + config.source if config.timeout_s else _TIMEOUT_RULE}); a stopped mutant is "
+                 f"a timeout, counted {_TIMEOUTS_COUNT[config.timeouts_as]} (--timeouts-as)")
         if on_mutants:
             on_mutants(len(to_run))
         by_index = {m.index: m for m in to_run}
@@ -432,11 +527,17 @@ def run_ci(
                 progress(_mutant_result(mutant_set, by_index[index], run, probes.get(index)))
 
         # Ctrl-C or a failure: the runners start nothing more and stop what runs
+        sites = [(s.file, s.start) for m in to_run for s in m.sites]
+        owners = [m.index for m in to_run for _ in m.sites]
+        solo = {owners[i] for i in run_once(design.sources, config.build, sites)}
         outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
-                              power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch)
+                              power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch,
+                              solo=solo, advance=advance)
         if note:
             note(outcome.note)
-    results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index)) for m in valid)
+    results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index), unreached.get(m.id))
+                    for m in valid)
+    results = _prove_survivors(results, mutant_set, config, note)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != MutantStatus.VALID)
     return CiReport(
         design=design.name,

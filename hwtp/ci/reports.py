@@ -4,8 +4,8 @@ Every function renders a :class:`hwtp.ci.mutation.CiReport` to text; the command
 
 - JUnit: one ``testcase`` per mutant. Killed mutants pass; a survivor is a ``failure`` whose
   message is its diagnosis and one-line diff (the failure text: why it survived, with the first
-  time and output where known, then the unified diff); timeout, error and
-  equivalent mutants are ``skipped`` with the reason. The document keeps to the elements and
+  time and output where known, then the unified diff); timeout, error, equivalent and
+  not_elaborated mutants are ``skipped`` with the reason. The document keeps to the elements and
   attributes of the common JUnit schema (Jenkins/pytest ``junit-10.xsd``).
 - lcov: per source line, one ``BRDA`` branch per mutant (taken ``1`` killed, ``0`` survived,
   ``-`` indeterminate) and a ``DA`` hit count: the number killed, or 0 when one survived, so
@@ -29,7 +29,7 @@ from pathlib import Path
 from xml.etree.ElementTree import Element, SubElement, tostring
 
 from hwtp.ci.diagnosis import LABELS
-from hwtp.ci.mutation import INDETERMINATE, CiReport, MutantResult, Status
+from hwtp.ci.mutation import INDETERMINATE, UNSCORED, CiReport, MutantResult, Status
 
 _XML_INVALID = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TABLE_CHANGE_WIDTH = 100
@@ -47,6 +47,8 @@ def summary(report: CiReport) -> str:
             + (f" = {report.detected}/{c['scored']}" if c["scored"] else "")
             + f" (timeouts {report.timeouts_as})")
     detail = (f"survived {c['survived']}, timeout {c['timeout']}, error {c['error']}, "
+              f"equivalent {c['equivalent']}, not elaborated {c['not_elaborated']} (with the configured "
+              "parameters), "
               f"rejected by hwtp mutate {c['rejected']}; golden {len(report.golden.tests)} tests in "
               f"{report.golden.seconds:.1f} s; {report.seconds:.1f} s in all")
     lines = [head, detail, *_baseline_lines(report)]
@@ -175,10 +177,12 @@ def markdown(report: CiReport) -> str:
              f"Score = {report.formula}" + (f" = {report.detected}/{c['scored']}." if c["scored"] else ".")
              + f" Timeouts and errors are indeterminate: neither killed nor survived (timeouts "
              f"{report.timeouts_as}).", "",
-             "| killed | survived | timeout | error | equivalent | valid | rejected |",
-             "|---:|---:|---:|---:|---:|---:|---:|",
+             "| killed | survived | timeout | error | equivalent | not elaborated | valid | rejected |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|",
              f"| {c['killed']} | {c['survived']} | {c['timeout']} | {c['error']} | {c['equivalent']} "
-             f"| {c['valid']} | {c['rejected']} |", ""]
+             f"| {c['not_elaborated']} | {c['valid']} | {c['rejected']} |", "",
+             "Not scored: *equivalent* mutants (proved so) and *not elaborated* ones (in generate branches, "
+             "loops or modules the configured parameters never elaborate).", ""]
     if report.since:
         lines += [f"Only lines changed since `{html.escape(report.since)}` were mutated.", ""]
     if report.baseline is not None:
@@ -224,7 +228,7 @@ def lcov(report: CiReport, base: Path | None = None) -> str:
     """An lcov tracefile (see the module docstring). Paths are relative to ``base`` when inside it."""
     by_file: dict[str, dict[int, list[MutantResult]]] = defaultdict(lambda: defaultdict(list))
     for m in report.mutants:
-        if m.status != Status.EQUIVALENT:
+        if m.status not in UNSCORED:
             by_file[m.file][m.line].append(m)
     out = []
     for rel in sorted(by_file):

@@ -26,7 +26,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from hwtp.ci.runs import (
     run_tests,
     working_folder,
 )
-from hwtp.design import Design
+from hwtp.design import Design, SourceFile
 from hwtp.mutators.schemata import PLUSARG
 from hwtp.rtl import NO_OPTIONS, BuildOptions, compile_top, module_declarations, parse
 from hwtp.sim import procs
@@ -125,6 +125,7 @@ def _groups(tests: Sequence[TestOutcome], user: Sequence[tuple[str, str]]
 
 def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
                  power_on: dict[str, object] | None, watch: diagnosis.Watch | None = None,
+                 advance: Callable[[int], None] | None = None,
                  ) -> tuple[list[Run | None], dict[int, list[str]]]:
     """Run ``states`` in one process: a Run per state (None for those it did not get to), and
     the states whose power-on state could not be restored, with the signals that differed."""
@@ -149,6 +150,8 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
             now = time.perf_counter()
             new = _marks(folder / "progress.jsonl")
             if len(new) != len(marks):
+                if advance is not None and len(new) > len(marks):
+                    advance(len(new) - max(len(marks), 1))  # a new mark: the state before it finished
                 marks, seen_at = new, now
             budget = timeout_s if marks else STARTUP_S
             if now - seen_at > budget:
@@ -195,15 +198,17 @@ def _one_process(build: Build, config: CiConfig, states: Sequence[int], folder: 
 
 def run_shared(build: Build, config: CiConfig, states: Sequence[int], folder: Path, timeout_s: float,
                power_on: dict[str, object] | None = None, watch: diagnosis.Watch | None = None,
+               advance: Callable[[int], None] | None = None,
                ) -> tuple[list[Run], dict[int, list[str]]]:
     """A Run per state (in order) from as few shared processes as timeouts and crashes allow, and
-    the positions whose power-on state could not be restored (their runs are not to be used)."""
+    the positions whose power-on state could not be restored (their runs are not to be used).
+    ``advance`` is told how many more states finished, as the process reports them (progress)."""
     runs: list[Run | None] = [None] * len(states)
     tainted: dict[int, list[str]] = {}
     attempt = 0
     while left := [i for i, r in enumerate(runs) if r is None]:
         got, differ = _one_process(build, config, [states[i] for i in left], folder / f"p{attempt}", timeout_s,
-                                   power_on, watch)
+                                   power_on, watch, advance)
         attempt += 1
         if all(r is None for r in got):  # no progress: do not loop
             got[0] = Run(EvalStatus.ERROR, (), 0.0, "the shared simulator process gave no result")
@@ -235,9 +240,14 @@ def _outputs_differ(run: Run) -> str:
     return f"output {o.signal} differs at {o.propagated_ns:g} ns of {o.test} from golden's in a process of its own"
 
 
+#: Bumped when what makes a shared process sound changes (2: initial-block mutants run alone,
+#: output registers in generate blocks are restored): an older verdict is not reused.
+VERDICT_RULES = 2
+
+
 def soundness_key(build: Build, config: CiConfig) -> str:
     """The build and everything of the testbench a verdict depends on (the tests' Python files)."""
-    h = hashlib.sha256(json.dumps([build.key, config.test_modules, config.test_filter, config.test_env,
+    h = hashlib.sha256(json.dumps([VERDICT_RULES, build.key, config.test_modules, config.test_filter, config.test_env,
                                    config.random_seed, config.top, str(config.test_dir or "")]).encode())
     for folder in config.test_paths:
         for path in sorted(folder.rglob("*.py")):
@@ -310,14 +320,32 @@ def _procedural_targets(trees: Sequence[Any], top: str) -> set[str]:
             if token is not None:
                 names.add(token.valueText)
 
+    def blocks(node: Any) -> None:  # always/initial blocks, in generate blocks too
+        if getattr(node, "kind", None) in _STATEFUL_BLOCKS:
+            node.visit(visit)
+
     for tree in trees:
         for module in module_declarations(tree):
-            if module.header.name.valueText != top:
-                continue
-            for member in module.members:
-                if member.kind in _STATEFUL_BLOCKS:
-                    member.visit(visit)
+            if module.header.name.valueText == top:
+                module.visit(blocks)
     return names
+
+
+def run_once(sources: Sequence[SourceFile], options: BuildOptions, sites: Sequence[tuple[str, int]]) -> set[int]:
+    """Which of ``sites`` ((file, offset)) lie in an ``initial`` block: code that runs once per
+    simulator process, before a shared process selects any mutant, so such a mutant runs in a
+    process of its own (by the index of ``sites``)."""
+    manager, trees = parse(sources, options)
+    spans: list[tuple[str, int, int]] = []
+
+    def visit(node: Any) -> None:
+        if getattr(node, "kind", None) == _SK.InitialBlock:
+            start = node.sourceRange.start
+            spans.append((str(manager.getFileName(start)), int(start.offset), int(node.sourceRange.end.offset)))
+
+    for tree in trees:
+        tree.root.visit(visit)
+    return {i for i, (file, offset) in enumerate(sites) if any(f == file and a <= offset < b for f, a, b in spans)}
 
 
 def power_on_job(design: Design, options: BuildOptions = NO_OPTIONS) -> dict[str, object]:
@@ -343,10 +371,14 @@ def power_on_job(design: Design, options: BuildOptions = NO_OPTIONS) -> dict[str
 def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: Run, folder: Path,
                 timeout_s: float, power_on: dict[str, object] | None = None, verify: bool = False,
                 progress: Callable[[int, Run], None] | None = None, watch: diagnosis.Watch | None = None,
+                solo: Collection[int] = (), advance: Callable[[int], None] | None = None,
                 ) -> Outcome:
     """Run every mutant, in shared processes when sound (see the module docstring), else one
     process each; ``power_on`` is :func:`power_on_job`; ``progress`` is told each mutant's run as it is known;
-    ``watch``: observe each test (:mod:`hwtp.ci.observe`), in either mode."""
+    ``watch``: observe each test (:mod:`hwtp.ci.observe`), in either mode; ``advance``: states a shared
+    process finished, as they finish (its results are told only once checked). ``solo``: mutants that
+    always run in a process of their own (in an ``initial`` block, :func:`run_once`); they take
+    no part in the soundness check, so they never make a testbench unsound."""
     lock = threading.Lock()
 
     def tell(m: int, run: Run) -> None:
@@ -367,6 +399,14 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
 
     if not config.shared or not mutants:
         return per_process(mutants, "one process per mutant" + ("" if config.shared else " (shared: false)"))
+    alone_first = [m for m in mutants if m in solo]
+    if alone_first:
+        shared_part = run_mutants(build, config, [m for m in mutants if m not in solo], golden, folder, timeout_s,
+                                  power_on, verify, progress, watch, advance=advance)
+        runs_solo = per_process(alone_first, "")
+        note = (f"{shared_part.note}; {len(alone_first)} mutant{'s' if len(alone_first) > 1 else ''} in an "
+                "initial block ran in a process of their own (an initial block runs once per process)")
+        return Outcome({**shared_part.runs, **runs_solo.runs}, shared_part.mode, note)
     key = soundness_key(build, config)
     record = _record(key)
     if record is not None and not record.get("sound") and not verify:
@@ -376,7 +416,8 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
     chunks = [list(mutants[i::n_proc]) for i in range(n_proc)]
 
     def chunk(i: int) -> tuple[list[Run], dict[int, list[str]]]:
-        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on, watch)
+        return run_shared(build, config, [0, 0, *chunks[i]], folder / f"shared{i}", timeout_s, power_on, watch,
+                          advance)
 
     got = procs.map_threads(chunk, range(n_proc), n_proc)
     problems = [_why(f"golden, run {k + 1} in shared process {i + 1}", r, golden)
@@ -403,8 +444,8 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
         if not problems:
             _save(key, True, f"{len(checked)} mutants agreed")
     if problems:
-        reason = ("its tests depend on absolute simulation time or on state kept between runs; "
-                  + problems[0])
+        reason = (f"a shared process did not give what a process of its own gives: {problems[0]} (tests "
+                  "that read absolute simulation time or keep state between runs do this)")
         _save(key, False, reason)
         return per_process(mutants, f"one process per mutant: {reason}")
     for m in mutants:

@@ -12,6 +12,7 @@ What could not be read is listed with its file:line and the key to fill in by ha
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from hwtp.ci.detected import Detected, module_folder
 from hwtp.ci.makefile import read_makefile
 from hwtp.ci.runnerscript import is_runner_script, read_runner_script
 from hwtp.config import CONFIG_NAME
-from hwtp.design import Clock, Reset, SourceFile, guess_controls
+from hwtp.design import Clock, Reset, SourceFile, edge_signals, guess_controls
 from hwtp.errors import ConfigError, DesignError
 from hwtp.rtl import BuildOptions, elaborate, included_files, top_modules
 
@@ -52,6 +53,7 @@ class Findings:
     random_seed: int | None = None
     env: list[tuple[str, str]] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # file:line: what; fill in KEY by hand
+    root: Path = Path(".")  # the folder hwtp.yaml goes in (paths are relative to it)
 
 
 def _files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
@@ -71,19 +73,59 @@ def _depth_first(paths: list[Path], root: Path) -> list[Path]:
     return sorted(paths, key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
 
 
-def _detect(root: Path, python: list[Path]) -> Detected | None:
-    """The project's cocotb flow: its runner script, else its cocotb Makefile."""
-    for script in _depth_first(python, root):
-        if is_runner_script(script.read_text(encoding="utf-8", errors="replace")):
-            found = read_runner_script(script, root)
-            if found is not None:
-                return found
-    for makefile in _depth_first([p for p in _files(root, ("",)) if p.name in ("Makefile", "makefile",
-                                                                               "GNUmakefile")], root):
-        found = read_makefile(makefile, root)
-        if found is not None:
-            return found
+_MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
+
+
+def _read_flow(path: Path, root: Path) -> Detected | None:
+    """What one runner script or Makefile gives; None when it is neither a cocotb one."""
+    if path.name in _MAKEFILES:
+        return read_makefile(path, root)
+    if path.suffix == ".py" and is_runner_script(path.read_text(encoding="utf-8", errors="replace")):
+        return read_runner_script(path, root)
     return None
+
+
+def flows(root: Path, python: list[Path] | None = None) -> list[Detected]:
+    """Every cocotb flow under ``root``: runner scripts first, then cocotb Makefiles, shallowest first."""
+    python = _files(root, (".py",)) if python is None else python
+    makefiles = [p for p in _files(root, ("",)) if p.name in _MAKEFILES]
+    out = []
+    for path in [*_depth_first(python, root), *_depth_first(makefiles, root)]:
+        found = _read_flow(path, root)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _detect(root: Path, python: list[Path], flow: Path | None) -> Detected | None:
+    """The project's cocotb flow: ``flow`` when given; else the only runner script or cocotb
+    Makefile (several: the user chooses, :class:`ConfigError` lists them)."""
+    if flow is not None:
+        found = _read_flow(flow.resolve(), root)
+        if found is None:
+            raise ConfigError(f"--flow {flow}: not a cocotb runner script or cocotb Makefile")
+        return found
+    candidates = flows(root, python)
+    scripts = [c for c in candidates if not c.origin.endswith(_MAKEFILES)]
+    if len(candidates) > 1 and len(scripts) != 1:
+        listed = "\n".join(f"  {c.origin}: top {c.top or '?'}, tests {', '.join(c.modules) or '?'}"
+                            for c in candidates)
+        first = candidates[0].origin
+        raise ConfigError(f"{root}: several cocotb testbenches; choose one with --flow (and -o to write one "
+                          f"config file each, e.g. `hwtp ci init --flow {first} -o hwtp-{Path(first).parent.name}"
+                          f".yaml`):\n{listed}")
+    return scripts[0] if scripts else (candidates[0] if candidates else None)
+
+
+def _project_root(root: Path, found: Detected) -> Path:
+    """The folder hwtp.yaml goes in: ``root``, or the nearest folder that also holds the
+    flow's sources when they lie outside it (``tb/x/Makefile`` naming ``../../rtl/x.v``)."""
+    paths = [p for p in (*found.sources, *found.includes) if p.exists()]
+    outside = [p for p in paths if not p.is_relative_to(root)]
+    if not outside:
+        return root
+    common = Path(os.path.commonpath([root, *outside]))
+    return common if common != Path(common.anchor) else root
 
 
 def _relative(root: Path, paths: tuple[Path, ...], what: str, findings: Findings) -> list[str]:
@@ -113,6 +155,10 @@ def _apply(root: Path, found: Detected, findings: Findings) -> None:
         folder = module_folder(module, found.module_paths)
         if folder is not None:
             paths += _relative(root, (folder,), "test folder", findings)
+    # the flow's own PYTHONPATH folders (after its folder) hold what the tests import (a model package)
+    if found.origin.endswith(_MAKEFILES):
+        extra = tuple(p for p in found.module_paths[1:] if p.is_dir() and p.is_relative_to(root))
+        paths += _relative(root, extra, "test folder", findings)
     findings.paths = list(dict.fromkeys(paths))
     findings.includes = _relative(root, tuple(p for p in found.includes if p.is_dir()), "include folder", findings)
     for path in found.includes:
@@ -149,16 +195,26 @@ def _guess_controls(findings: Findings, sources: list[SourceFile], options: Buil
     except DesignError as exc:
         findings.notes.append(f"could not read the ports of {findings.top}: {exc}")
         return
-    findings.clock, findings.reset = guess_controls(ports)
+    findings.clock, findings.reset = guess_controls(ports, edge_signals(sources))
 
 
-def inspect(root: Path) -> Findings:
-    """Look at ``root`` for its cocotb flow, RTL, the top module and cocotb tests."""
+def inspect(root: Path, flow: Path | None = None) -> Findings:
+    """Look at ``root`` for its cocotb flow (``flow``: that runner script or Makefile), RTL, the
+    top module and cocotb tests. ``Findings.root`` is where hwtp.yaml goes: ``root``, or a
+    folder above it that holds the flow's sources too."""
     root = root.resolve()
-    findings = Findings()
+    findings = Findings(root=root)
     python = _files(root, (".py",))
-    found = _detect(root, python)
+    found = _detect(root, python, flow)
     if found is not None:
+        moved = _project_root(root, found)
+        if moved != root:
+            origin = (flow.resolve() if flow else root / found.origin)
+            found = _read_flow(origin, moved) or found
+            findings.notes.append(f"the sources of {origin.relative_to(moved)} lie outside {root.name}/, so "
+                                  f"the configuration goes in {moved} (its paths stay inside its folder)")
+            root = findings.root = moved
+            python = _files(root, (".py",))
         _apply(root, found, findings)
     if not findings.sources:
         rtl = _files(root, (".v", ".sv"))
@@ -269,17 +325,21 @@ mutation:
   operators: []                 # operator families or names (empty: every bug-injecting one)
   seed: 0                       # the same seed picks the same mutants
 
-# timeout: 60                   # seconds per simulator run (default: 10 x the golden run, at least 30)
+# timeout: 60                   # seconds per mutant run (default: 3 x the golden run, at least 15)
 # jobs: 2                       # simulator processes at once (default: the CPU count)
 min_score: 0.8                  # the gate: `hwtp ci` exits 1 when the mutation score is below this
 """
 
 
-def write_starter(root: Path, force: bool = False) -> tuple[Path, Findings]:
-    """Inspect ``root`` and write ``root/hwtp.yaml``; refuses to overwrite unless ``force``."""
-    target = root / CONFIG_NAME
+def write_starter(root: Path, force: bool = False, flow: Path | None = None,
+                  name: str = CONFIG_NAME) -> tuple[Path, Findings]:
+    """Inspect ``root`` (``flow``: the runner script or Makefile to read) and write
+    ``name`` into the project folder found (:func:`inspect`); refuses to overwrite unless ``force``."""
+    if Path(name).name != name or not name.endswith((".yaml", ".yml")):
+        raise ConfigError(f"-o {name}: expected a file name ending in .yaml, written in the project folder")
+    findings = inspect(root, flow)
+    target = findings.root / name
     if target.exists() and not force:
-        raise ConfigError(f"{target} already exists (use --force to overwrite it)")
-    findings = inspect(root)
+        raise ConfigError(f"{target} already exists (use --force to overwrite it, or -o another name)")
     target.write_text(render(findings), encoding="utf-8")
     return target, findings

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import click
 
 from hwtp import env
 from hwtp.ci import baseline, reports, shards
-from hwtp.ci.config import TIMEOUTS_AS, CiConfig
+from hwtp.ci.config import FORMAL, TIMEOUTS_AS, CiConfig
 from hwtp.ci.exporttests import design_near, export_tests
 from hwtp.ci.mutation import CiReport, MutantResult, run_ci
 from hwtp.ci.sarif import sarif
@@ -17,7 +19,7 @@ from hwtp.ci.starter import write_starter
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
-from hwtp.progress import Progress
+from hwtp.progress import PLAIN_SECONDS, Progress
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -25,7 +27,8 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 def _overrides(config: CiConfig, count: int | None, operators: str | None, seed: int | None,
                min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
                include_plans: tuple[Path, ...], shared: bool | None = None,
-               timeouts_as: str | None = None, diagnose: bool | None = None) -> CiConfig:
+               timeouts_as: str | None = None, diagnose: bool | None = None,
+               formal: str | None = None) -> CiConfig:
     changes: dict[str, object] = {}
     if count is not None:
         changes["n"] = count or None
@@ -33,7 +36,7 @@ def _overrides(config: CiConfig, count: int | None, operators: str | None, seed:
         changes["operators"] = tuple(o.strip() for o in operators.split(",") if o.strip())
     for name, value in (("seed", seed), ("min_score", min_score), ("since", since), ("jobs", jobs),
                         ("timeout_s", timeout), ("shared", shared), ("timeouts_as", timeouts_as),
-                        ("diagnose", diagnose)):
+                        ("diagnose", diagnose), ("formal", formal)):
         if value is not None:
             changes[name] = value
     config = replace(config, **changes)  # type: ignore[arg-type]
@@ -43,17 +46,43 @@ def _overrides(config: CiConfig, count: int | None, operators: str | None, seed:
 
 
 class _Progress:
-    """Mutants tested, with rate and time left (:mod:`hwtp.progress`)."""
+    """Mutants tested, with rate and time left (:mod:`hwtp.progress`); in a log, a line at
+    least every 30 s even while no mutant finishes (hanging mutants are not silence)."""
 
     def __init__(self) -> None:
         self.bar: Progress | None = None
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.told = 0  # results told
+        self.ran = 0  # states shared processes finished
 
     def start(self, total: int) -> None:
         self.bar = Progress(total, "testing mutants")
+        threading.Thread(target=self._beat, daemon=True).start()
+
+    def _beat(self) -> None:
+        while not self.stop.wait(PLAIN_SECONDS):
+            bar = self.bar
+            if bar is not None:
+                bar.to(bar.done)  # a plain line when none was written for PLAIN_SECONDS
 
     def __call__(self, result: MutantResult) -> None:
         if self.bar is not None:
-            self.bar(1)
+            with self.lock:
+                self.told += 1
+                self.bar.to(max(self.told, self.bar.done))
+
+    def advance(self, states: int) -> None:
+        """States a shared process finished (its results come later, once checked)."""
+        if self.bar is not None:
+            with self.lock:
+                self.ran += states
+                self.bar.to(max(self.told, min(self.ran, self.bar.total - 1)))
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _outputs(f: click.decorators.FC) -> click.decorators.FC:
@@ -118,6 +147,9 @@ def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: 
 @click.option("--diagnose/--no-diagnose", default=None,
               help="Say for each survivor whether its tests lacked stimulus or checking (activation probes "
                    "in the build, outputs compared with golden's). [diagnose]")
+@click.option("--formal", type=click.Choice(FORMAL),
+              help="Check survivors for equivalence with Yosys; proved ones are out of the score. "
+                   "[mutation.formal, default auto: when Yosys is installed]")
 @click.option("--shard", metavar="I/N", help="Run the I-th of N slices of the mutants (write --json; then "
               "hwtp ci merge).")
 @_outputs
@@ -127,7 +159,8 @@ def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: 
 @click.pass_context
 def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str | None, seed: int | None,
        min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
-       timeouts_as: str | None, shared: bool | None, verify: bool, diagnose: bool | None, shard: str | None,
+       timeouts_as: str | None, shared: bool | None, verify: bool, diagnose: bool | None, formal: str | None,
+       shard: str | None,
        junit: Path | None, markdown: Path | None, lcov: Path | None, json_out: Path | None,
        sarif_out: Path | None, baseline_in: Path | None, write_baseline: Path | None, annotations: bool | None,
        include_plans: tuple[Path, ...]) -> None:
@@ -146,12 +179,13 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
     if part is not None and json_out is None:
         raise ConfigError("--shard needs --json FILE: hwtp ci merge combines the shards' JSON reports")
     config = _overrides(load_ci(config_path), count, operators, seed, min_score, since, jobs, timeout,
-                        include_plans, shared, timeouts_as, diagnose)
+                        include_plans, shared, timeouts_as, diagnose, formal)
     progress = _Progress()
-    report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
-                    note=lambda text: click.echo(f"hwtp ci: {text}", err=True))
-    if progress.bar is not None:
-        progress.bar.close()
+    try:
+        report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
+                        note=lambda text: click.echo(f"hwtp ci: {text}", err=True), advance=progress.advance)
+    finally:
+        progress.close()
     if part is not None:
         click.echo(f"shard {part[0]}/{part[1]}: {len(report.mutants)} of {len(report.order)} mutants; "
                    "the gate applies to the merged report (hwtp ci merge)")
@@ -187,7 +221,11 @@ def merge(ctx: click.Context, shard_reports: tuple[Path, ...], config_path: Path
 @ci.command("init")
 @click.argument("folder", type=click.Path(file_okay=False, exists=True, path_type=Path), default=".")
 @click.option("--force", is_flag=True, help="Overwrite an existing hwtp.yaml.")
-def init(folder: Path, force: bool) -> None:
+@click.option("--flow", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="The runner script or cocotb Makefile to read, when the folder has several testbenches.")
+@click.option("-o", "--output", "name", default=CONFIG_NAME, show_default=True,
+              help="The file name to write in the project folder (one per testbench; hwtp ci --config NAME).")
+def init(folder: Path, force: bool, flow: Path | None, name: str) -> None:
     """Write a commented starter hwtp.yaml for the project in FOLDER (default: here).
 
     Reads the project's cocotb runner script (cocotb_tools.runner; parsed, never run) or else
@@ -195,7 +233,7 @@ def init(folder: Path, force: bool) -> None:
     not be read is printed with its file:line and the hwtp.yaml key to fill in by hand.
     """
 
-    path, found = write_starter(folder, force)
+    path, found = write_starter(folder, force, flow, name)
     origin = f" from {found.origin}" if found.origin else ""
     click.echo(f"wrote {path}{origin}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
                f"tests {', '.join(found.modules) or '(none found)'}")
@@ -203,7 +241,9 @@ def init(folder: Path, force: bool) -> None:
         click.echo(f"note: {note}")
     for unknown in found.unknown:
         click.echo(f"not understood: {unknown}")
-    click.echo("check it, then run `hwtp ci`")
+    here = Path.cwd().resolve()
+    config = "" if path == here / CONFIG_NAME else f" --config {os.path.relpath(path, here)}"
+    click.echo(f"check it, then run `hwtp ci{config}`")
 
 
 @click.command("export-tests")

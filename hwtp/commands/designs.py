@@ -102,6 +102,10 @@ def import_command(
         _patterns(exclude, sources.DEFAULT_EXCLUDE),
     )
     candidates = sources.discover(list(srcs), patterns)
+    for c in candidates:
+        if c.excluded and not as_json:
+            names = ", ".join(p.name for p in c.excluded)
+            click.echo(f"note: {c.origin}: left out as testbenches: {names} (--exclude to change)", err=True)
     if not candidates:
         raise ConfigError(f"no RTL found in {', '.join(map(str, srcs))} (patterns: {', '.join(patterns.rtl)})")
     config = importer.ImportConfig(jobs, seed, require_spec, allow_constant, force)

@@ -18,6 +18,7 @@ duplicated, by content identity, so a rerun skips what it already decided.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -41,7 +42,9 @@ from hwtp.design import (
     Design,
     Reset,
     check_trusted,
+    clock_candidates,
     clock_from,
+    edge_signals,
     guess_controls,
     load_design,
     reset_from,
@@ -54,6 +57,7 @@ from hwtp.policy import PlanRequest, make_policy
 from hwtp.rtl import SourceFile, check_syntax, elaborate, top_modules
 from hwtp.score import Outcome, ScoreConfig, score
 from hwtp.sim import procs
+from hwtp.values import Value
 
 SUMMARY = "import.json"
 SUMMARY_VERSION = 1
@@ -168,8 +172,21 @@ def _source_names(paths: Sequence[Path]) -> list[str]:
     return names
 
 
-def _controls(candidate: Candidate, ports: Any) -> tuple[Clock | None, Reset | None]:
-    guessed_clock, guessed_reset = guess_controls(ports)
+def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -> tuple[Clock | None, Reset | None]:
+    """Clock and reset: the manifest's, else guessed from names (any case) and from use
+    (``posedge x``). A design with several clocks and none named, or an edge on an input
+    while no clock is set, is refused: driving a clock as random data would import a clocked
+    design as combinational."""
+    edges = edge_signals(sources)
+    guessed_clock, guessed_reset = guess_controls(ports, edges)
+    if not candidate.clock:
+        used = clock_candidates(ports, edges, guessed_reset)
+        if guessed_clock is None and len(used) > 1:
+            raise Rejected(
+                Reason.CONTROLS,
+                f"several clocks ({', '.join(used)} are each used as posedge/negedge): "
+                "hwtp drives one clock; give clock (a port) in a manifest row",
+            )
     try:
         clock = None if candidate.clock == "none" else clock_from(candidate.clock) if candidate.clock else guessed_clock
         if candidate.reset == "none" or (clock is None and not candidate.reset):
@@ -178,6 +195,14 @@ def _controls(candidate: Candidate, ports: Any) -> tuple[Clock | None, Reset | N
             reset = reset_from(candidate.reset) if candidate.reset else guessed_reset
     except ControlError as exc:
         raise Rejected(Reason.CONTROLS, str(exc)) from exc
+    clocked = [p for p in clock_candidates(ports, edges, reset) if clock is None or p != clock.port]
+    if clock is None and clocked:
+        raise Rejected(
+            Reason.CONTROLS,
+            f"input {clocked[0]} is used as a clock (posedge/negedge {clocked[0]}) "
+            "but no clock is set: give clock (a port) in a manifest row; hwtp does "
+            "not import a clocked design as combinational",
+        )
     return clock, reset
 
 
@@ -226,7 +251,7 @@ def _examine(candidate: Candidate, config: ImportConfig, texts: list[str], ident
         check_trusted(sources, Path(candidate.origin))
     except DesignError as exc:
         raise Rejected(Reason.UNTRUSTED, str(exc)) from exc
-    clock, reset = _controls(candidate, ports)
+    clock, reset = _controls(candidate, ports, sources)
     for role, control in (("clock", clock), ("reset", reset)):
         port = next((p for p in ports if control is not None and p.name == control.port), None)
         if control is not None and (port is None or port.direction != "input" or port.width != 1):
@@ -281,8 +306,8 @@ def constant_outputs(plan: Plan) -> dict[str, str] | None:
     for test in plan.tests:
         for step in test.steps:
             if step.kind == "expect":
-                for port, value in step.values:
-                    values.setdefault(port, set()).add(str(value))
+                for port, value in step.values:  # as Verilog writes it (0, 8'h1f, 4'b10x1), never a repr
+                    values.setdefault(port, set()).add(str(value.literal() if isinstance(value, Value) else value))
     if any(len(v) > 1 for v in values.values()):
         return None
     return {port: next(iter(v)) for port, v in values.items()}
@@ -403,7 +428,9 @@ def import_designs(
         if name not in taken and (outdir / name / MANIFEST).is_file():  # written before the summary was
             taken[name] = _folder_identity(outdir / name) or ""
         if taken.get(name) == ident and (outdir / name / "plans" / "reference.yaml").is_file():
-            entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(decided.design), resumed=True)
+            entry = Entry(
+                candidate.origin, Status.IMPORTED, name, ident, info=_info(decided.design, candidate), resumed=True
+            )
             claimed[ident] = entry
             entries.append(entry)
             if progress:
@@ -413,7 +440,7 @@ def import_designs(
             name = f"{name}_{ident[:6]}"
         taken[name] = ident
         design = replace(decided.design, name=name)
-        entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(design))
+        entry = Entry(candidate.origin, Status.IMPORTED, name, ident, info=_info(design, candidate))
         claimed[ident] = entry
         entries.append(entry)
         todo.append((entry, Examined(candidate, design, ident)))
@@ -437,7 +464,7 @@ def import_designs(
             write_design(examined.design, plan, outdir)
         except Rejected as exc:
             entry.status, entry.reason, entry.detail = Status.REJECTED, exc.reason, exc.detail
-            entry.info = {}
+            entry.info = {"row": entry.info.get("row")}
         with lock:  # a killed import resumes from what is recorded (imported: only with its folder)
             _write_summary(summary)
         if progress:
@@ -458,26 +485,27 @@ def _decided(
 ) -> Entry | Examined:
     """The entry of a candidate decided without simulating it (rejected on reading, a duplicate,
     decided by an earlier import), else the candidate examined, to verify."""
-    if candidate.origin in by_origin:
+    row = {"row": row_key(candidate)}
+    if candidate.origin in by_origin and by_origin[candidate.origin].info.get("row") == row["row"]:
         return by_origin[candidate.origin]
     try:
         examined = examine(candidate, config)
     except Rejected as exc:
         ident = exc.identity
         prior = known.get(ident) if ident else None
-        if prior is not None and prior.origin == candidate.origin:
+        if prior is not None and prior.origin == candidate.origin and prior.info.get("row") == row["row"]:
             return prior
         if ident and ident in claimed:
             return Entry(
                 candidate.origin, Status.DUPLICATE, safe_name(candidate.name), ident, detail=claimed[ident].name
             )
-        return Entry(candidate.origin, Status.REJECTED, safe_name(candidate.name), ident, exc.reason, exc.detail)
+        return Entry(candidate.origin, Status.REJECTED, safe_name(candidate.name), ident, exc.reason, exc.detail, row)
     ident = examined.identity
     if ident in claimed:
         return Entry(candidate.origin, Status.DUPLICATE, examined.design.name, ident, detail=claimed[ident].name)
     prior = known.get(ident)
-    if prior is None:
-        return examined
+    if prior is None or (prior.origin == candidate.origin and prior.info.get("row") != row["row"]):
+        return examined  # new, or its manifest row changed since: decided again
     if prior.origin == candidate.origin or prior.status != Status.IMPORTED:
         return Entry(candidate.origin, prior.status, prior.name, ident, prior.reason, prior.detail, prior.info, True)
     return Entry(candidate.origin, Status.DUPLICATE, prior.name, ident, detail=prior.name, resumed=True)
@@ -490,8 +518,24 @@ def _folder_identity(folder: Path) -> str | None:
         return None
 
 
-def _info(design: Design) -> dict[str, Any]:
+def row_key(candidate: Candidate) -> str:
+    """What the candidate's manifest row (or folder) asks for: a changed row is decided again."""
+    asked = [
+        candidate.name,
+        [str(p) for p in candidate.rtl],
+        str(candidate.spec or ""),
+        candidate.spec_text or "",
+        candidate.top,
+        candidate.clock,
+        candidate.reset,
+        candidate.problem,
+    ]
+    return hashlib.sha256(json.dumps(asked, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _info(design: Design, candidate: Candidate) -> dict[str, Any]:
     return {
+        "row": row_key(candidate),
         "kind": design.kind,
         "top": design.top,
         "clock": design.clock.port if design.clock else None,

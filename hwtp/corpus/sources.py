@@ -33,7 +33,7 @@ from hwtp.errors import ConfigError
 
 DEFAULT_RTL = ("*.v", "*.sv")
 DEFAULT_SPEC = ("spec.md", "SPEC.md", "spec.txt", "README.md", "*.md", "*.txt")
-DEFAULT_EXCLUDE = ("tb_*", "*_tb.*", "test_*", "*_test.*", "*_tb_*")
+DEFAULT_EXCLUDE = ("tb_*", "*_tb.*", "test_*", "*_test.*", "*_tb_*", "tb.*", "testbench*", "*_testbench*")
 _MANIFEST_FIELDS = {
     "name",
     "rtl",
@@ -63,6 +63,7 @@ class Candidate:
     clock: dict[str, Any] | str | None = None
     reset: dict[str, Any] | str | None = None
     problem: str | None = None  # a row that cannot be used as given (the design is rejected with it)
+    excluded: tuple[Path, ...] = ()  # RTL files in its folder left out as testbenches (``Patterns.exclude``)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ class Patterns:
         return any(fnmatch.fnmatch(name, p) for p in self.rtl) and not self.excluded(path)
 
     def excluded(self, path: Path) -> bool:
-        return any(fnmatch.fnmatch(path.name, p) for p in self.exclude)
+        """Whether ``path`` is a testbench (or else left out by ``--exclude``), in any case."""
+        return any(fnmatch.fnmatch(path.name.lower(), p.lower()) for p in self.exclude)
 
     @property
     def by_name(self) -> bool:
@@ -141,7 +143,15 @@ def _folder_candidate(folder: Path, patterns: Patterns) -> Candidate:
         spec = next((p for p in files if fnmatch.fnmatch(p.name, pattern) and not patterns.excluded(p)), None)
         if spec is not None:
             break
-    return Candidate(folder.name, str(folder), rtl, spec)
+    suffixes = {Path(p).suffix for p in patterns.rtl}
+    excluded = tuple(
+        sorted(
+            p
+            for p in folder.rglob("*")
+            if p.is_file() and p.suffix in suffixes and patterns.excluded(p) and not _hidden(p, folder)
+        )
+    )
+    return Candidate(folder.name, str(folder), rtl, spec, excluded=excluded)
 
 
 def _by_name(src: Path, patterns: Patterns) -> list[Candidate]:

