@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from hwtp import __version__
 from hwtp.errors import HwtpError, RewardError
+from hwtp.rewards.refusals import announce
 from hwtp.serve import protocol
 from hwtp.serve.batcher import Batcher, ScoreFn
 from hwtp.serve.limits import Admission, Busy, ServeLimits
@@ -122,6 +123,7 @@ def create_app(
                 response = _error(exc.status, exc.message)
             except RewardError as exc:
                 metrics.reject("ground_truth")
+                announce(f"serve {route} 422", str(exc))  # OpenRLHF's client drops the body
                 response = _error(422, str(exc))
             except (TimeoutError, asyncio.TimeoutError):
                 response = _error(504, f"request exceeded its time limit of {limits.request_timeout_s:g} s")
