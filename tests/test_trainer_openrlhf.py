@@ -43,7 +43,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("openrlhf") / "run"
     from hwtp.cli import main
 
-    code = main(["run", *DESIGNS, "--states", "2", "-G", "2", "--format", "openrlhf", "--format", "jsonl", "-o", str(out)])
+    code = main(
+        ["run", *DESIGNS, "--states", "2", "-G", "2", "--format", "openrlhf", "--format", "jsonl", "-o", str(out)]
+    )
     assert code == 0
     return out
 

@@ -129,7 +129,10 @@ def _verl_rewards(manager: Any, tokenizer: Any, rows: list[dict[str, Any]], text
         ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"][0]
         prompt = torch.ones(3, dtype=torch.long)
         item = DataProto.from_dict(
-            tensors={"responses": ids.unsqueeze(0), "attention_mask": torch.ones(1, len(prompt) + len(ids), dtype=torch.long)},
+            tensors={
+                "responses": ids.unsqueeze(0),
+                "attention_mask": torch.ones(1, len(prompt) + len(ids), dtype=torch.long),
+            },
             non_tensors={k: np.array([row[k]], dtype=object) for k in ("data_source", "reward_model", "extra_info")},
         )
         out.append(manager.loop.run_until_complete(manager.run_single(item)))
@@ -212,8 +215,16 @@ def test_recipe_uids_give_hwtp_advantage_by_design(run_dir: Path, tokenizer: Any
         {
             "design": r.design,
             "mutant_set": t["mutant_set"],
-            "results": [{"plan": f"p{i}", "state": r.state, "outcome": r.outcome, "reward": r.reward,
-                         "ceiling": r.ceiling, "detail": None}],
+            "results": [
+                {
+                    "plan": f"p{i}",
+                    "state": r.state,
+                    "outcome": r.outcome,
+                    "reward": r.reward,
+                    "ceiling": r.ceiling,
+                    "detail": None,
+                }
+            ],
         }
         for i, (r, t) in enumerate(zip(results, rows, strict=True))
     ]
@@ -246,12 +257,15 @@ def test_recipe_entry_point_composes_verl_config(run_dir: Path) -> None:
     env = {**os.environ, "HWTP_STATES": str(run_dir)}
     proc = subprocess.run(
         [sys.executable, "-m", "hwtp.recipes.verl_grpo_smu", "--cfg", "job", *args, files],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "adv_estimator: grpo_smu" in proc.stdout and "pkg://hwtp.rewards" in proc.stdout
     from hwtp.recipes import verl_grpo_smu as recipe
 
     config = verl_config(run_dir, ["algorithm.adv_estimator=grpo"])
-    with pytest.raises(ConfigError, match="algorithm.adv_estimator=grpo_smu"):
+    with pytest.raises(ConfigError, match=r"algorithm\.adv_estimator=grpo_smu"):
         recipe.check(config)

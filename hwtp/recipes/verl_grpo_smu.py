@@ -26,8 +26,13 @@ import hydra
 import ray
 from omegaconf import DictConfig
 from verl.trainer import main_ppo
-from verl.trainer.ppo.v1 import PPOTrainerColocateAsync, PPOTrainerSeparateAsync, PPOTrainerSync, get_trainer_cls
-from verl.trainer.ppo.v1 import trainer_base
+from verl.trainer.ppo.v1 import (
+    PPOTrainerColocateAsync,
+    PPOTrainerSeparateAsync,
+    PPOTrainerSync,
+    get_trainer_cls,
+    trainer_base,
+)
 from verl.utils import tensordict_utils as tu
 
 from hwtp.errors import ConfigError, HwtpError
@@ -89,7 +94,9 @@ def trainer_class(mode: str) -> type:
     if base in _TRAINERS.values():
         return base
     if base not in _TRAINERS:
-        raise ConfigError(f"hwtp.recipes.verl_grpo_smu: trainer.v1.trainer_mode={mode!r} is not a verl trainer it knows")
+        raise ConfigError(
+            f"hwtp.recipes.verl_grpo_smu: trainer.v1.trainer_mode={mode!r} is not a verl trainer it knows"
+        )
     return _TRAINERS[base]
 
 

@@ -204,16 +204,16 @@ def verl_rows(
     """Designs, states, ceilings and outcomes of ``n`` verl rows from their ``non_tensor_batch``,
     else from the ground truths in their uids (``index``, tagged by :func:`design_uid`)."""
     if non_tensor_batch is None:
-        truths = uid_truths(index, n)
-        if truths is None:
+        tagged = uid_truths(index, n)
+        if tagged is None:
             raise ConfigError(
                 "algorithm.adv_estimator=grpo_smu groups by design, but verl passed the estimator only "
                 "per-prompt uids (verl 0.9 hands rows only to its 'gdpo' estimator): run "
                 "`python -m hwtp.recipes.verl_grpo_smu` instead of `python -m verl.trainer.main_ppo` "
                 "(same arguments), whose uids name each prompt's design"
             )
-        parsed = [_truth(t) for t in truths]
-        return [t.design for t in parsed], [t.state for t in parsed], state_ceilings(truths), ["scored"] * n
+        parsed = [_truth(t) for t in tagged]
+        return [t.design for t in parsed], [t.state for t in parsed], state_ceilings(tagged), ["scored"] * n
     extras = _column(non_tensor_batch, "extra_info", n) or [None] * n
     sources = _column(non_tensor_batch, "data_source", n) or [None] * n
     models = _column(non_tensor_batch, "reward_model", n) or [None] * n

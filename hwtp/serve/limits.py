@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from hwtp.serve.metrics import Metrics
 
-
 #: The default time limit of a request: under OpenRLHF's 180 s client timeout (0.11), so that a slow
 #: request gets hwtp's 504 and its message before the client gives up and sends it again.
 REQUEST_TIMEOUT_S = 170.0
