@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runs import small_run
 from serving import ServeProcess
 
 pytestmark = [
@@ -27,18 +28,11 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning"),
 ]
 
-DESIGNS = ("counter_en_load", "adder_carry")
-
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``hwtp run counter_en_load adder_carry --states 2 -G 2 --format nemo-gym --format jsonl``."""
-    out = tmp_path_factory.mktemp("nemo_gym") / "run"
-    from hwtp.cli import main
-
-    args = ["run", *DESIGNS, "--states", "2", "-G", "2", "--format", "nemo-gym", "--format", "jsonl", "-o", str(out)]
-    assert main(args) == 0
-    return out
+    return small_run(tmp_path_factory, "nemo_gym", "nemo-gym", "jsonl")
 
 
 def _lines(folder: Path) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runs import small_run
 from serving import ServeProcess
 
 import hwtp.rewards as R
@@ -33,21 +34,13 @@ pytestmark = [
     ),
 ]
 
-DESIGNS = ("counter_en_load", "adder_carry")
 END = "<|im_end|>"
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``hwtp run counter_en_load adder_carry --states 2 -G 2 --format openrlhf --format jsonl``."""
-    out = tmp_path_factory.mktemp("openrlhf") / "run"
-    from hwtp.cli import main
-
-    code = main(
-        ["run", *DESIGNS, "--states", "2", "-G", "2", "--format", "openrlhf", "--format", "jsonl", "-o", str(out)]
-    )
-    assert code == 0
-    return out
+    return small_run(tmp_path_factory, "openrlhf", "openrlhf", "jsonl")
 
 
 def _rows(run_dir: Path, kind: str) -> list[dict[str, Any]]:

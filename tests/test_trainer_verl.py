@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from runs import DESIGNS, small_run
 
 import hwtp.rewards as R
 from hwtp.advantage import advantage_records, preset
@@ -38,7 +39,6 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 EXAMPLE = ROOT / "examples" / "trl" / "train.py"
-DESIGNS = ("counter_en_load", "adder_carry")
 
 
 def readme_block(heading: str, starts: str) -> str:
@@ -60,12 +60,7 @@ def overrides(block: str) -> list[str]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``hwtp run counter_en_load adder_carry --states 2 -G 2 --format verl --format jsonl``."""
-    out = tmp_path_factory.mktemp("verl") / "run"
-    from hwtp.cli import main
-
-    code = main(["run", *DESIGNS, "--states", "2", "-G", "2", "--format", "verl", "--format", "jsonl", "-o", str(out)])
-    assert code == 0
-    return out
+    return small_run(tmp_path_factory, "verl", "verl", "jsonl")
 
 
 @pytest.fixture(scope="module")
