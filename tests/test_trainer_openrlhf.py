@@ -3,8 +3,9 @@ its HTTP path against a real ``hwtp serve`` and its ``.py`` path loading ``hwtp/
 give the rewards ``hwtp score`` gave; a changed mutant set, which OpenRLHF's client swallows,
 is printed with hwtp's message; hwtp's request time limit is under the client's.
 
-Needs ``pip install 'hwtp[openrlhf]'`` (OpenRLHF's wheel without its GPU stack, and aiohttp, which
-its client uses); skipped without it.
+Needs OpenRLHF's wheel without its GPU stack (``pip install --no-deps openrlhf==0.11.2``: its
+dependencies pin flash-attn, a CUDA build) and aiohttp, which its client uses (``.ci/run`` installs
+both); skipped without it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ pytestmark = [
     pytest.mark.trainer,
     pytest.mark.skipif(
         not all(importlib.util.find_spec(m) for m in ("openrlhf", "aiohttp", "starlette", "uvicorn")),
-        reason="needs OpenRLHF's client (pip install 'hwtp[openrlhf,serve]')",
+        reason="needs OpenRLHF's client (see .ci/run: HWTP_CI_OPENRLHF) and hwtp[serve]",
     ),
 ]
 
