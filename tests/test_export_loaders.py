@@ -103,7 +103,7 @@ def test_folder_loads_shards_not_the_manifest(tmp_path: Path, fmt: str) -> None:
     manifest = _manifest(out)
     assert len(manifest["shards"]) > 1 and all(e["file"].startswith("data/") for e in manifest["shards"])
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["data", "manifest.json"] + {"nemo-rl": ["system_prompt.txt"], "nemo-gym": ["nemo_gym.yaml"]}.get(fmt, []))
+        ["data", "manifest.json", *{"nemo-rl": ["system_prompt.txt"], "nemo-gym": ["nemo_gym.yaml"]}.get(fmt, [])])
     for folder in (out, out / "data"):  # load_dataset(OUT) and load_dataset(OUT/data) both see the shards only
         ds = _loaded_by_folder(folder)
         assert len(ds) == manifest["records"]

@@ -8,6 +8,7 @@ Needs ``pip install 'hwtp[verl]'`` (verl and what its v1 trainer imports); skipp
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -134,8 +135,16 @@ def _verl_rewards(manager: Any, tokenizer: Any, rows: list[dict[str, Any]], text
     return out
 
 
+def _close_loop(loop: Any) -> None:
+    if asyncio.get_event_loop_policy().get_event_loop() is loop:
+        asyncio.set_event_loop(None)
+    loop.close()
+
+
 @pytest.mark.sim
-def test_readme_reward_lines_give_hwtp_score_rewards(run_dir: Path, tokenizer: Any) -> None:
+def test_readme_reward_lines_give_hwtp_score_rewards(
+    run_dir: Path, tokenizer: Any, request: pytest.FixtureRequest
+) -> None:
     """RLHFDataset reads the export; the naive reward manager the README's lines configure calls
     hwtp's compute_score, and its rewards are the run's (``hwtp score``) on the same plans."""
     from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
@@ -149,6 +158,7 @@ def test_readme_reward_lines_give_hwtp_score_rewards(run_dir: Path, tokenizer: A
     assert {r["reward_model"]["ground_truth"]["design"] for r in rows} == set(DESIGNS)
     manager = load_reward_manager(config, tokenizer)
     assert isinstance(manager, NaiveRewardManager)
+    request.addfinalizer(lambda: _close_loop(manager.loop))  # the event loop verl made for it
 
     scored = {(r["design"], r["state"]): r for r in _jsonl(run_dir)}  # one plan per state (-G 2: the first)
     texts = [scored[(r["extra_info"]["design"], r["extra_info"]["state"])]["completion"] for r in rows]
