@@ -28,6 +28,7 @@ setup(
         "hwtp.executors",
         "hwtp.formal",
         "hwtp.llm",
+        "hwtp.recipes",
         "hwtp.rewards",
         "hwtp.serve",
         "hwtp.report",

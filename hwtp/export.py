@@ -7,7 +7,8 @@ Formats (README, "Export formats"):
   ``group``, ``design``, ``state``, ``plan``, ``outcome``, plus run metadata;
 - ``parquet``: the same records (needs the ``parquet`` extra: pyarrow);
 - ``trl`` (GRPO, prompt-only conversational), ``verl`` (RLHFDataset parquet), ``openrlhf``
-  (PromptDataset), ``nemo-rl`` (ResponseDataset): prompt datasets for online trainers, one
+  (PromptDataset), ``nemo-rl`` (ResponseDataset), ``nemo-gym`` (rows of a NeMo Gym dataset:
+  ``responses_create_params`` and the ground truth): prompt datasets for online trainers, one
   row per (design, state) prompt, whose ground truth names what a reward function needs to
   score a completion later (design, state, mutant set hash), never the answer;
 - ``trl-sft``: conversational prompt-completion pairs of the plans worth imitating: reward
@@ -37,7 +38,7 @@ from hwtp.mutantset import GOLDEN
 from hwtp.planset import PlanRecord
 from hwtp.score import INDETERMINATE, Outcome
 
-FORMATS = ("jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl")
+FORMATS = ("jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl", "nemo-gym")
 # verl reads .parquet (or .json) files only; the other trainers read JSON lines through `datasets`.
 _SUFFIX = {"parquet": "parquet", "verl": "parquet"}
 DATA_DIR = "data"
@@ -217,6 +218,10 @@ def prompt_rows(records: Sequence[dict[str, Any]], fmt: str) -> list[dict[str, A
             # hands the assistant turn to the environment as extra_env_info["ground_truth"]
             _, user = _nemo_split(r["prompt"])
             rows.append({"input": user, "output": _truth_text(r)})
+        elif fmt == "nemo-gym":
+            # a NeMo Gym run request: the Responses API request (input: the chat messages as sent) and
+            # the row's own fields, which its agent hands to the resources server's /verify with the rollout
+            rows.append({"responses_create_params": {"input": r["prompt"]}, "ground_truth": truth})
         else:
             raise ConfigError(f"--format {fmt!r} is not a prompt dataset")
     return rows
@@ -310,6 +315,54 @@ def _parquet(rows: list[dict[str, Any]], path: Path, nested: bool) -> None:
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
+#: The NeMo Gym configuration a ``nemo-gym`` export writes beside its shards.
+NEMO_GYM_CONFIG = "nemo_gym.yaml"
+#: Where the configuration says ``hwtp serve`` listens (its default host; the README's port).
+NEMO_GYM_HOST, NEMO_GYM_PORT = "127.0.0.1", 8000
+
+
+def nemo_gym_config(out: Path, files: Sequence[str]) -> str:
+    """NeMo Gym configuration of a ``nemo-gym`` export: ``hwtp serve`` as the resources server
+    ``hwtp_resources_server`` (no ``entrypoint``: NeMo Gym starts only servers that have one, so
+    it reaches the one you started at ``host:port``) and NeMo Gym's ``simple_agent`` on it, with
+    the export's shards as its train datasets (paths as ``out`` was given)."""
+    import yaml
+
+    datasets = [
+        # NeMo Gym requires a license on train datasets; the designs' license is their owner's to name
+        {
+            "name": "hwtp" if i == 0 else f"hwtp_{i}",
+            "type": "train",
+            "jsonl_fpath": str(out / f),
+            "num_repeats": 1,
+            "license": "TBD",
+        }
+        for i, f in enumerate(files)
+    ]
+    config = {
+        "hwtp_resources_server": {
+            "resources_servers": {"hwtp": {"host": NEMO_GYM_HOST, "port": NEMO_GYM_PORT, "domain": "coding"}}
+        },
+        "hwtp_simple_agent": {
+            "responses_api_agents": {
+                "simple_agent": {
+                    "entrypoint": "app.py",
+                    "resources_server": {"type": "resources_servers", "name": "hwtp_resources_server"},
+                    "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                    "datasets": datasets,
+                }
+            }
+        },
+    }
+    head = (
+        "# NeMo Gym: hwtp serve as the resources server. Start it first on the host and port below\n"
+        f"# (hwtp serve STATES --port {NEMO_GYM_PORT}), or change them with\n"
+        "# ++hwtp_resources_server.resources_servers.hwtp.port=N\n"
+        "# license: TBD stands until you name your designs' license (one of NeMo Gym's DatasetConfig.license)\n"
+    )
+    return head + yaml.safe_dump(config, sort_keys=False)
+
+
 def write_export(records: Sequence[dict[str, Any]], options: ExportOptions, out: Path) -> Path:
     """Write the export; returns the manifest path. ``out`` is a folder: ``manifest.json`` and ``data/``."""
     base = options.format in ("jsonl", "parquet")
@@ -338,6 +391,9 @@ def write_export(records: Sequence[dict[str, Any]], options: ExportOptions, out:
         "prompt_length": prompt_lengths(records),
         "metadata": dict(options.metadata),
     }
+    if options.format == "nemo-gym":
+        (out / NEMO_GYM_CONFIG).write_text(nemo_gym_config(out, [e["file"] for e in entries]), encoding="utf-8")
+        manifest["nemo_gym_config"] = NEMO_GYM_CONFIG
     if options.format == "nemo-rl":
         system = nemo_system_prompt(records)
         if system is not None:

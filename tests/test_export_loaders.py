@@ -97,13 +97,13 @@ def _loaded_by_folder(folder: Path) -> Any:
 # -- layout: nothing but shards is read as data --------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl"])
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl", "nemo-gym"])
 def test_folder_loads_shards_not_the_manifest(tmp_path: Path, fmt: str) -> None:
     out = _export(tmp_path, fmt, batch_size=4)
     manifest = _manifest(out)
     assert len(manifest["shards"]) > 1 and all(e["file"].startswith("data/") for e in manifest["shards"])
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["data", "manifest.json"] + (["system_prompt.txt"] if fmt == "nemo-rl" else []))
+        ["data", "manifest.json", *{"nemo-rl": ["system_prompt.txt"], "nemo-gym": ["nemo_gym.yaml"]}.get(fmt, [])])
     for folder in (out, out / "data"):  # load_dataset(OUT) and load_dataset(OUT/data) both see the shards only
         ds = _loaded_by_folder(folder)
         assert len(ds) == manifest["records"]
@@ -295,8 +295,10 @@ def test_readme_trainer_commands(run_folder: Path) -> None:
     words = shlex.split(bash, comments=True)
     verl = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in words if "=" in w and not w.startswith("-")}
     assert Path(verl["data.train_files"]).is_file() and verl["data.train_files"].endswith(".parquet")
-    assert {"data.max_prompt_length", "data.filter_overlong_prompts", "custom_reward_function.path",
-            "custom_reward_function.name", "data.prompt_key"} <= set(verl)
+    assert {"data.max_prompt_length", "data.filter_overlong_prompts", "reward.custom_reward_function.path",
+            "reward.custom_reward_function.name", "data.prompt_key"} <= set(verl)
+    # verl 0.9 reads reward settings under reward.* only: the top-level keys would be ignored
+    assert not {"custom_reward_function.path", "reward_model.reward_manager"} & set(verl)
     flags = {w: words[i + 1] if i + 1 < len(words) else "" for i, w in enumerate(words) if w.startswith("--")}
     assert Path(flags["--data.prompt_dataset"]).is_dir()
     assert flags["--data.input_key"] == "input" and flags["--data.label_key"] == "label"

@@ -161,11 +161,25 @@ def test_verl_estimator_is_hwtp_advantage_by_design() -> None:
 def test_verl_estimator_without_rows_refuses() -> None:
     kwargs = verl_batch(BATCH)
     del kwargs["non_tensor_batch"]  # what verl 0.9.1's compute_advantage passes a non-gdpo estimator
-    with pytest.raises(ConfigError, match="non_tensor_batch"):
+    with pytest.raises(ConfigError, match=r"python -m hwtp\.recipes\.verl_grpo_smu"):
         grpo_smu.compute_grpo_smu_advantage(**kwargs)
     nt = {"uid": kwargs["index"]}
     with pytest.raises(RewardError, match="names no design"):
         grpo_smu.compute_grpo_smu_advantage(**kwargs, non_tensor_batch=nt)
+
+
+def test_design_uids_keep_verls_uid_and_name_the_ground_truth() -> None:
+    """The recipe's uids: verl's own uid first (still unique per prompt), then the ground truth;
+    untagged uids are None (plain main_ppo), a batch with some untagged is refused."""
+    truth = {"design": "fifo", "state": "m0001", "mutant_set": HASH}
+    uid = grpo_smu.design_uid("0f3c-uid", json.dumps(truth))
+    assert uid.startswith("0f3c-uid" + grpo_smu.UID_TAG)
+    assert grpo_smu.uid_truths(np.array([uid, uid], dtype=object), 2) == [truth, truth]
+    assert grpo_smu.uid_truths(np.array(["a", "b"], dtype=object), 2) is None
+    with pytest.raises(RewardError, match="names no design while others do"):
+        grpo_smu.uid_truths(np.array([uid, "b"], dtype=object), 2)
+    with pytest.raises(RewardError, match="2 uids for 3 responses"):
+        grpo_smu.uid_truths(np.array([uid, uid], dtype=object), 3)
 
 
 # --------------------------------------------------------------------------- real runs

@@ -13,6 +13,7 @@ from hwtp.commands.executors import executor_options
 from hwtp.commands.options import reward_scheme_options
 from hwtp.errors import ConfigError
 from hwtp.executors.choice import require_ray
+from hwtp.serve.limits import REQUEST_TIMEOUT_S
 
 _EXTRA_HINT = "hwtp serve needs the serve extra: pip install 'hwtp[serve]' (Starlette and uvicorn)"
 
@@ -76,9 +77,9 @@ def _token(token_env: str | None) -> tuple[str | None, str | None]:
 @click.option(
     "--request-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=600.0,
+    default=REQUEST_TIMEOUT_S,
     show_default=True,
-    help="Seconds a request may take (504 past it).",
+    help="Seconds a request may take (504 past it; under OpenRLHF's 180 s client timeout).",
 )
 @click.option(
     "--threads", type=click.IntRange(1), default=2, show_default=True, help="Scoring threads (batches scored at once)."

@@ -24,6 +24,7 @@ from typing import Any
 from hwtp.errors import RewardError
 from hwtp.rewards.completion import completion_text, cut_prompt, message_text
 from hwtp.rewards.core import RewardResult, score_completions, settings
+from hwtp.rewards.refusals import announce
 
 #: The keys of verl's per-completion dict (the same for every completion: verl stacks them).
 VERL_KEYS = ("score", "outcome", "indeterminate", "reason")
@@ -145,7 +146,11 @@ def reward_func(queries: Sequence[str], prompts: Sequence[str], labels: Sequence
                 "with an `hwtp export --format openrlhf` dataset"
             )
         items.append((label, cut_prompt(str(query), str(prompt) if prompt is not None else None)))
-    results = score_completions(items, [str(p) if p is not None else None for p in prompts])
+    try:
+        results = score_completions(items, [str(p) if p is not None else None for p in prompts])
+    except RewardError as exc:
+        announce("reward_func", str(exc))  # OpenRLHF logs what reward_func raises at INFO level only
+        raise
     detect = settings().rewards.detect or 1.0
     rewards = [0.0 if r.reward is None else float(r.reward) for r in results]
     scores = [max(0.0, min(1.0, x / detect)) for x in rewards]  # 0..1 for --dynamic_filtering

@@ -15,8 +15,10 @@ relative-ceiling rule of :mod:`hwtp.advantage`). Both hooks below compute exactl
   ``hwtp/DESIGN``, as ``hwtp export --format verl`` writes them), the keyword verl hands to
   estimators that take it (GDPO in verl 0.9.1; every estimator that declares it once
   verl-project/verl#7473 is in). ``index`` (verl's per-prompt ``uid``) is random per prompt and
-  cannot name a design, so without ``non_tensor_batch`` the estimator refuses to run rather
-  than silently fall back to per-prompt groups.
+  cannot name a design, so without ``non_tensor_batch`` the estimator reads the design from
+  a uid that :func:`design_uid` tagged (the recipe ``python -m hwtp.recipes.verl_grpo_smu`` tags
+  every prompt's uid when verl draws it: verl then hands the estimator its design through
+  ``index``), and refuses to run otherwise rather than silently fall back to per-prompt groups.
 - **TRL**: :class:`GRPOSMuTrainer`, a ``trl.GRPOTrainer`` whose advantages are replaced by
   GRPO-SMu's over the whole generation batch (all processes), grouped by the ``design``
   column of ``hwtp export --format trl``.
@@ -30,6 +32,7 @@ the detect level on other mutants, at the configured reward levels).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -160,18 +163,55 @@ def _verl_design(i: int, extra: Any, source: Any, truth: Any) -> str:
     )
 
 
+#: Between verl's own uid and the ground truth in a uid tagged by :func:`design_uid`.
+UID_TAG = "|hwtp:"
+
+
+def design_uid(uid: str, ground_truth: Any) -> str:
+    """verl's per-prompt ``uid`` with the prompt's ground truth appended: still unique per prompt
+    (every use of the uid in verl is unchanged), and it names the design and state, so verl's
+    ``compute_advantage``, which hands estimators the uids as ``index``, hands them the groups."""
+    return f"{uid}{UID_TAG}{json.dumps(_truth(ground_truth).as_dict(), sort_keys=True)}"
+
+
+def uid_truths(index: Any, n: int) -> list[dict[str, Any]] | None:
+    """The ground truths :func:`design_uid` put in ``n`` uids; None when no uid carries one."""
+    if index is None:
+        return None
+    uids = [str(u) for u in np.asarray(index, dtype=object).reshape(-1).tolist()]
+    if len(uids) != n:
+        raise RewardError(f"grpo_smu: {len(uids)} uids for {n} responses")
+    tagged = [u.partition(UID_TAG)[2] for u in uids]
+    if not any(tagged):
+        return None
+    out = []
+    for i, text in enumerate(tagged):
+        if not text:
+            raise RewardError(f"grpo_smu: uid {i} ({uids[i][:40]!r}) names no design while others do")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise RewardError(f"grpo_smu: uid {i} carries no readable ground truth") from None
+        out.append(value)
+    return out
+
+
 def verl_rows(
-    non_tensor_batch: Mapping[str, Any] | None, n: int
+    non_tensor_batch: Mapping[str, Any] | None, n: int, index: Any = None
 ) -> tuple[list[str], list[str], list[float], list[str]]:
-    """Designs, states, ceilings and outcomes of ``n`` verl rows from their ``non_tensor_batch``."""
+    """Designs, states, ceilings and outcomes of ``n`` verl rows from their ``non_tensor_batch``,
+    else from the ground truths in their uids (``index``, tagged by :func:`design_uid`)."""
     if non_tensor_batch is None:
-        raise ConfigError(
-            "algorithm.adv_estimator=grpo_smu groups by the design each row carries, but verl passed "
-            "the estimator no non_tensor_batch: verl up to 0.9.1 hands rows only to the 'gdpo' "
-            "estimator (verl-project/verl#7473 passes them to every estimator that takes them). "
-            "Per-prompt uids cannot name a design; use a verl with that change, or "
-            "algorithm.adv_estimator=grpo with `hwtp advantage` offline"
-        )
+        tagged = uid_truths(index, n)
+        if tagged is None:
+            raise ConfigError(
+                "algorithm.adv_estimator=grpo_smu groups by design, but verl passed the estimator only "
+                "per-prompt uids (verl 0.9 hands rows only to its 'gdpo' estimator): run "
+                "`python -m hwtp.recipes.verl_grpo_smu` instead of `python -m verl.trainer.main_ppo` "
+                "(same arguments), whose uids name each prompt's design"
+            )
+        parsed = [_truth(t) for t in tagged]
+        return [t.design for t in parsed], [t.state for t in parsed], state_ceilings(tagged), ["scored"] * n
     extras = _column(non_tensor_batch, "extra_info", n) or [None] * n
     sources = _column(non_tensor_batch, "data_source", n) or [None] * n
     models = _column(non_tensor_batch, "reward_model", n) or [None] * n
@@ -229,7 +269,7 @@ def compute_grpo_smu_advantage(
     import torch
 
     scores = token_level_rewards.sum(dim=-1)
-    designs, states, ceilings, outcomes = verl_rows(non_tensor_batch, int(scores.shape[0]))
+    designs, states, ceilings, outcomes = verl_rows(non_tensor_batch, int(scores.shape[0]), index)
     adv = advantages(scores.detach().double().cpu().numpy(), designs, states, ceilings, outcomes=outcomes)
     with torch.no_grad():
         values = torch.as_tensor(adv, dtype=scores.dtype, device=scores.device)

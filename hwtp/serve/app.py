@@ -1,6 +1,7 @@
 """The ASGI application of ``hwtp serve`` (Starlette): routes, bearer token, bounds, metrics.
 
-``POST /reward`` (OpenRLHF), ``POST /verify`` (NeMo Gym), ``GET /health``, ``GET /metrics``.
+``POST /reward`` (OpenRLHF), ``POST /verify``, ``/seed_session``, ``/close_session`` and
+``/aggregate_metrics`` (a NeMo Gym resources server), ``GET /health``, ``GET /metrics``.
 Every answer is JSON; every refusal is ``{"error": "..."}`` with a 4xx/5xx status that says
 whose fault it is: 400 unreadable body, 401 token, 413 too large, 422 wrong field or unknown
 mutant set, 503 busy (``Retry-After``), 504 over the request's time limit, 500 a simulator
@@ -24,7 +25,8 @@ from starlette.routing import Route
 
 from hwtp import __version__
 from hwtp.errors import HwtpError, RewardError
-from hwtp.serve import protocol
+from hwtp.rewards.refusals import announce
+from hwtp.serve import nemo_gym, protocol
 from hwtp.serve.batcher import Batcher, ScoreFn
 from hwtp.serve.limits import Admission, Busy, ServeLimits
 from hwtp.serve.metrics import Metrics
@@ -122,6 +124,7 @@ def create_app(
                 response = _error(exc.status, exc.message)
             except RewardError as exc:
                 metrics.reject("ground_truth")
+                announce(f"serve {route} 422", str(exc))  # OpenRLHF's client drops the body
                 response = _error(422, str(exc))
             except (TimeoutError, asyncio.TimeoutError):
                 response = _error(504, f"request exceeded its time limit of {limits.request_timeout_s:g} s")
@@ -148,6 +151,12 @@ def create_app(
         (result,) = await scored([item], deadline)
         return JSONResponse(protocol.verify_response(body, result))
 
+    def nemo_gym_route(answer: Callable[[Any], dict[str, Any]]) -> Callable[[Request], Awaitable[Response]]:
+        async def route(request: Request) -> Response:
+            return JSONResponse(answer(await read_json(request)))
+
+        return route
+
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__, "states": list(states)})
 
@@ -171,6 +180,14 @@ def create_app(
     routes = [
         Route("/reward", endpoint("/reward", reward), methods=["POST"]),
         Route("/verify", endpoint("/verify", verify), methods=["POST"]),
+        *(
+            Route(path, endpoint(path, nemo_gym_route(answer)), methods=["POST"])
+            for path, answer in (
+                ("/seed_session", nemo_gym.seed_session),
+                ("/close_session", nemo_gym.close_session),
+                ("/aggregate_metrics", nemo_gym.aggregate_metrics),
+            )
+        ),
         Route("/health", endpoint("/health", health, auth=False), methods=["GET"]),
         Route("/metrics", endpoint("/metrics", metrics_route), methods=["GET"]),
     ]

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 
 from hwtp.serve.metrics import Metrics
 
+#: The default time limit of a request: under OpenRLHF's 180 s client timeout (0.11), so that a slow
+#: request gets hwtp's 504 and its message before the client gives up and sends it again.
+REQUEST_TIMEOUT_S = 170.0
+
 
 @dataclass(frozen=True)
 class ServeLimits:
@@ -25,7 +29,7 @@ class ServeLimits:
     max_items: int = 1024
     concurrency: int = 8
     queue: int = 64
-    request_timeout_s: float = 600.0
+    request_timeout_s: float = REQUEST_TIMEOUT_S
     retry_after_s: int = 1
     #: Items merged into one call of the scoring core when concurrent requests wait together.
     max_batch_items: int = 512
