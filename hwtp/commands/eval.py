@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from hwtp.commands.options import designs_dir_option, endpoint_options, trust_option
+from hwtp.commands.options import OUTPUT_FOLDER, designs_dir_option, endpoint_options, trust_option
 from hwtp.corpus.splits import SPLITS, designs_of
 from hwtp.design import known_designs, load_design, search_path
 from hwtp.errors import ConfigError
@@ -20,7 +20,7 @@ from hwtp.runconfig import RunConfig
 
 @click.command("eval")
 @click.argument("designs", nargs=-1)
-@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--out", "outdir", required=True, type=OUTPUT_FOLDER)
 @click.option("--split", type=click.Choice(SPLITS), help="Every design of this split of --designs-dir.")
 @click.option("--policy", type=click.Choice(POLICIES), help="[random; openai with --endpoint]")
 @click.option("-G", "samples", type=int, help="Plans per state. [8]")

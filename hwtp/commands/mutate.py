@@ -10,7 +10,7 @@ import click
 
 from hwtp import mutantset, yamlio
 from hwtp import mutate as engine
-from hwtp.commands.options import design_options, resolve_design, trust_option
+from hwtp.commands.options import OUTPUT_FOLDER, design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
 from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.sites import FRONTENDS
@@ -40,7 +40,7 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     "--out",
     "outdir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=OUTPUT_FOLDER,
     help="Mutant directory to write (mutants.json, schemata/, diffs/, golden/).",
 )
 @click.option("-n", "count", type=int, default=32, show_default=True, help="How many mutants (0: every site).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -21,9 +22,34 @@ from hwtp.design import (
     use_designs_dirs,
 )
 from hwtp.env import ALLOW_SYSTEM_TASKS_VAR, DESIGNS_VAR
-from hwtp.errors import ConfigError, PlanError
+from hwtp.errors import ConfigError, OutputError, PlanError
+from hwtp.outputs import check_file, check_folder
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class OutputPath(click.Path):
+    """A path a command writes (a folder, or a file): checked as the option is read
+    (:func:`hwtp.outputs.check_folder` / :func:`~hwtp.outputs.check_file`), so a read-only place or a
+    dangling symbolic link is refused, exit 2, before the command does anything."""
+
+    def __init__(self, folder: bool) -> None:
+        super().__init__(file_okay=not folder, dir_okay=folder, path_type=Path)
+        self.folder = folder
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        if str(path) != "-":
+            try:
+                (check_folder if self.folder else check_file)(Path(str(path)))
+            except OutputError as exc:
+                self.fail(str(exc), param, ctx)
+        return path
+
+
+#: ``-o FOLDER`` / ``--json FILE``: where a command writes, checked before any work.
+OUTPUT_FOLDER = OutputPath(folder=True)
+OUTPUT_FILE = OutputPath(folder=False)
 
 
 def _designs_dirs(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from hwtp import mutantset
-from hwtp.commands.options import trust_option
+from hwtp.commands.options import OUTPUT_FOLDER, trust_option
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, PolicyUnavailable
 from hwtp.mutantset import GOLDEN
@@ -33,7 +33,7 @@ def resolve_states(mutant_set: mutantset.MutantSet, text: str) -> list[str]:
 
 @click.command("plan")
 @click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--out", "outdir", required=True, type=OUTPUT_FOLDER)
 @click.option("--states", default="all", show_default=True, help="golden, all, or comma-separated mutant ids.")
 @click.option("-G", "samples", type=int, default=8, show_default=True, help="Plans per state.")
 @click.option(

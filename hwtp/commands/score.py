@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from hwtp import mutantset
+from hwtp import mutantset, outputs
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import read_stdin, trust_option
+from hwtp.commands.options import OUTPUT_FILE, read_stdin, trust_option
 from hwtp.errors import ConfigError
 from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN
@@ -59,7 +59,7 @@ def kill_matrix(scores: Scores) -> str:
 )
 @click.option("--states", default="all", show_default=True, help="all, golden, or comma-separated mutant ids.")
 @click.option("--full-matrix", is_flag=True, help="Score plans from hwtp plan on every state too.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scores JSON here.")
+@click.option("--json", "json_out", type=OUTPUT_FILE, help="Write scores JSON here.")
 @click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
 @click.option("--isolated", is_flag=True, help="Run each evaluation in its own simulator process.")
 @click.option("--max-cycles", type=int, default=100_000, show_default=True, help="Simulated cycles per evaluation.")
@@ -133,7 +133,7 @@ def score_command(
     finally:
         runner.close()
     if json_out:
-        json_out.write_text(json.dumps(scores.as_dict(), indent=2) + "\n", encoding="utf-8")
+        outputs.write_text(json_out, json.dumps(scores.as_dict(), indent=2) + "\n")
     click.echo(kill_matrix(scores))
     rate = scores.evaluations / scores.seconds if scores.seconds else 0.0
     click.echo(
