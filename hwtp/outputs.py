@@ -77,7 +77,7 @@ def check_file(path: Path, what: str = "") -> Path:
 
 def failure(path: Path, exc: OSError) -> OutputError:
     """The error of a write to ``path`` that failed (``No space left on device``...)."""
-    return OutputError(f"{path}: cannot write: {exc.strerror or exc}")
+    return OutputError(f"{path}: cannot write: {os.strerror(exc.errno) if exc.errno else exc}")
 
 
 class Staged:
