@@ -28,6 +28,10 @@ from hwtp.policy import PlanRequest, Policy
 from hwtp.prompt import Templates, build_messages
 from hwtp.yamlio import clean_text
 
+#: Most plans per state (``-G``): GRPO groups are 2-64 samples; past this a run would hold
+#: millions of records in memory before writing one.
+MAX_SAMPLES = 1024
+
 #: The error prefix of a truncated completion with no extractable plan.
 TRUNCATED = "truncated (finish_reason=length)"
 
