@@ -1,6 +1,7 @@
 """Option values that used to be accepted although wrong (``-j 0``, ``--max-cycles -1``, NaN levels,
 a billion plans per state, ``--temperature nan``): each is refused as the command line is read,
-exit 2 naming the option and the bound, no traceback, nothing written."""
+exit 2 naming the option and the bound, no traceback, nothing written (``hwtp.yaml``'s numbers:
+tests/test_bad_input.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_bad_input import refused
 
 Run = Callable[..., tuple[int, str, str]]
-
-
-def refused(result: tuple[int, str, str], *needles: str) -> str:
-    code, _out, err = result
-    assert code == 2, err
-    assert "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 @pytest.mark.parametrize(
@@ -55,23 +48,6 @@ def test_run_options_are_refused_before_a_run_folder_is_written(
     refused(run_cli("run", "counter_en_load", "-o", tmp_path / "r", "--dry-run", *args), message)
     refused(run_cli("run", "counter_en_load", "-o", tmp_path / "r", *args), message)
     assert not (tmp_path / "r").exists()
-
-
-@pytest.mark.parametrize(
-    ("field", "message"),
-    [
-        ("temperature: .nan", "hwtp.yaml:2: run.temperature: must be a finite number, got nan"),
-        ("top_p: .nan", "hwtp.yaml:2: run.top_p: must be a finite number"),
-        ("G: 1000000000", "hwtp.yaml:2: run.G: must be at most 1024 plans per state"),
-    ],
-)
-def test_hwtp_yaml_numbers(
-    tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch, field: str, message: str
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    Path("hwtp.yaml").write_text(f"run:\n  {field}\n  designs: [counter_en_load]\n")
-    refused(run_cli("run", "-o", "r"), message)
-    assert not Path("r").exists()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from test_bad_input import refused
 from test_export import _scores
 
 Run = Callable[..., tuple[int, str, str]]
@@ -66,15 +67,6 @@ def full(tmp_path: Path) -> Iterator[Path]:
         yield folder
     finally:
         _unmount(folder)
-
-
-def refused(result: tuple[int, str, str], *needles: str) -> str:
-    code, _out, err = result
-    assert code == 2, err
-    assert "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 def _inputs(tmp_path: Path) -> dict[str, Path]:
