@@ -146,3 +146,10 @@ def test_a_full_device_as_a_single_output_file(tmp_path: Path, run_cli: Run) -> 
     i = _inputs(tmp_path)
     refused(run_cli("advantage", i["scores"], "-o", "/dev/full"), "/dev/full: cannot write: No space left on device")
     assert Path("/dev/full").is_char_device()
+
+
+@pytest.mark.sim
+def test_a_full_disk_during_mutate_is_one_line_naming_the_file(tmp_path: Path, full: Path, run_cli: Run) -> None:
+    """Writes no check can foresee (the disk fills up half way through a mutant set) end in one
+    line naming the file, exit 2, never a traceback."""
+    refused(run_cli("mutate", "counter_en_load", "-n", "4", "-o", full / "m"), f"{full}/m", "No space left on device")
