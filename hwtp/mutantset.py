@@ -252,7 +252,7 @@ def write(mutant_set: MutantSet, outdir: Path) -> Path:
     """Write the mutant directory; returns the path of mutants.json. Its files are staged
     (:func:`hwtp.outputs.staged`): a write that fails (a full disk) names the file and leaves
     no half-written file and no ``mutants.json``."""
-    with staged() as files:
+    with staged(sync=False) as files:
         return _write(mutant_set, outdir, files)
 
 

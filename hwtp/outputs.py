@@ -83,8 +83,9 @@ def failure(path: Path, exc: OSError) -> OutputError:
 class Staged:
     """Files of one output written beside their final paths; see :func:`staged`."""
 
-    def __init__(self) -> None:
+    def __init__(self, sync: bool = True) -> None:
         self._files: list[tuple[Path, Path]] = []  # (temporary, final)
+        self._sync = sync
 
     def path(self, final: Path) -> Path:
         """The temporary path to write ``final``'s content to (a hidden name no reader globs)."""
@@ -107,7 +108,7 @@ class Staged:
 
     def _commit(self) -> None:
         files = [(temp, final) for temp, final in self._files if temp != final]
-        for temp, _ in files:
+        for temp, _ in files if self._sync else ():
             fd = os.open(temp, os.O_RDONLY)
             try:
                 os.fsync(fd)  # on disk before it gets its name: a crash leaves the old file or the new one
@@ -115,7 +116,7 @@ class Staged:
                 os.close(fd)
         for temp, final in files:
             os.replace(temp, final)
-        for folder in {final.parent for _, final in files}:
+        for folder in {final.parent for _, final in files} if self._sync else ():
             fd = os.open(folder, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -131,12 +132,13 @@ class Staged:
 
 
 @contextmanager
-def staged() -> Iterator[Staged]:
+def staged(sync: bool = True) -> Iterator[Staged]:
     """Write a set of files whole or not at all: every file is written under a temporary name in
-    its folder; when the block ends, each is flushed to disk and renamed into place. An error (a
-    full disk, a read-only folder) removes every temporary file and raises
-    :class:`~hwtp.errors.OutputError` naming the file being written."""
-    files = Staged()
+    its folder; when the block ends, each is flushed to disk (``sync``; False for many small files
+    that a rerun makes again) and renamed into place. An error (a full disk, a read-only folder)
+    removes every temporary file and raises :class:`~hwtp.errors.OutputError` naming the file
+    being written."""
+    files = Staged(sync)
     try:
         yield files
         files._commit()

@@ -127,7 +127,7 @@ def write_plans(records: Sequence[PlanRecord], outdir: Path, per_state_files: bo
     """Write plans.jsonl and (unless ``per_state_files`` is False) the per-state files for
     people; returns the index path."""
     index = outdir / PLAN_INDEX
-    with staged() as files:  # a failed write (a full disk) names its file and leaves none half written
+    with staged(sync=False) as files:  # a failed write (a full disk) names its file and leaves none half written
         outdir.mkdir(parents=True, exist_ok=True)
         for r in records if per_state_files else ():
             folder = outdir / r.state
