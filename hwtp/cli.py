@@ -46,6 +46,12 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         click.echo(f"hwtp: error: {exc}", err=True)
         return exc.exit_code
+    except OSError as exc:  # a file hwtp reads or writes that no check refused first: no traceback
+        if verbose:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"hwtp: error: {where}{exc.strerror or exc}", err=True)
+        return EXIT_INPUT
     except click.exceptions.Abort:
         procs.stop_all()
         click.echo("hwtp: aborted", err=True)

@@ -62,6 +62,12 @@ class EndpointAuthError(PolicyError):
     """The endpoint refused the API key (HTTP 401/403): bad input, stops at once."""
 
 
+class OutputError(HwtpError):
+    """A file or folder hwtp must write cannot be: a read-only file system, no permission, a
+    dangling symbolic link, a file where a folder is needed, a full disk. Exit 2: the path given
+    (or its disk) must change; nothing is left half written (:mod:`hwtp.outputs`)."""
+
+
 class StoreError(HwtpError):
     """The run store is corrupt, foreign, locked or inconsistent with the request."""
 

@@ -23,6 +23,7 @@ shard's record count and sha256, and the prompt lengths (characters and estimate
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -33,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import __version__
-from hwtp.errors import ConfigError
+from hwtp.errors import ConfigError, OutputError
 from hwtp.mutantset import GOLDEN
+from hwtp.outputs import make_folder, staged
 from hwtp.planset import PlanRecord
 from hwtp.score import INDETERMINATE, Outcome
 
@@ -368,37 +370,60 @@ def write_export(records: Sequence[dict[str, Any]], options: ExportOptions, out:
     base = options.format in ("jsonl", "parquet")
     rows = list(records) if base else prompt_rows(records, options.format)
     key = "group" if base else "_none"
-    data = out / DATA_DIR
-    data.mkdir(parents=True, exist_ok=True)
+    made = [p for p in (out, out / DATA_DIR) if not p.exists()]
+    data = make_folder(out / DATA_DIR)
+    try:
+        return _write_files(rows, records, options, out, data, base, key)
+    except OutputError:
+        for folder in reversed(made):  # not at all: the folders this call made go too, when empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+def _write_files(
+    rows: list[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    options: ExportOptions,
+    out: Path,
+    data: Path,
+    base: bool,
+    key: str,
+) -> Path:
     suffix = _SUFFIX.get(options.format, "jsonl")
     parts = shard(rows, options.batch_size, key)
     entries: list[dict[str, Any]] = []
-    for i, part in enumerate(parts):
-        # the Hub's split naming: datasets.load_dataset(out) reads these as split "train", not the manifest
-        path = data / f"train-{i:05d}-of-{len(parts):05d}.{suffix}"
-        if suffix == "parquet":
-            _parquet(part, path, nested=not base)
-        else:
-            path.write_bytes(_jsonl(part))
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        groups = len({r.get("group") for r in part}) if key == "group" else None
-        entries.append({"file": f"{DATA_DIR}/{path.name}", "records": len(part), "groups": groups, "sha256": digest})
-    manifest = {
-        "format": options.format,
-        "hwtp_version": __version__,
-        "records": sum(e["records"] for e in entries),
-        "shards": entries,
-        "prompt_length": prompt_lengths(records),
-        "metadata": dict(options.metadata),
-    }
-    if options.format == "nemo-gym":
-        (out / NEMO_GYM_CONFIG).write_text(nemo_gym_config(out, [e["file"] for e in entries]), encoding="utf-8")
-        manifest["nemo_gym_config"] = NEMO_GYM_CONFIG
-    if options.format == "nemo-rl":
-        system = nemo_system_prompt(records)
-        if system is not None:
-            (out / "system_prompt.txt").write_text(system, encoding="utf-8")
-            manifest["system_prompt_file"] = "system_prompt.txt"
-    path = out / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    # whole or not at all: every file under a temporary name, renamed into place once all are written
+    with staged() as files:
+        for i, part in enumerate(parts):
+            # the Hub's split naming: datasets.load_dataset(out) reads these as split "train", not the manifest
+            final = data / f"train-{i:05d}-of-{len(parts):05d}.{suffix}"
+            if suffix == "parquet":
+                path = files.path(final)
+                _parquet(part, path, nested=not base)
+            else:
+                path = files.write_bytes(final, _jsonl(part))
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            groups = len({r.get("group") for r in part}) if key == "group" else None
+            entries.append(
+                {"file": f"{DATA_DIR}/{final.name}", "records": len(part), "groups": groups, "sha256": digest}
+            )
+        manifest = {
+            "format": options.format,
+            "hwtp_version": __version__,
+            "records": sum(e["records"] for e in entries),
+            "shards": entries,
+            "prompt_length": prompt_lengths(records),
+            "metadata": dict(options.metadata),
+        }
+        if options.format == "nemo-gym":
+            files.write_text(out / NEMO_GYM_CONFIG, nemo_gym_config(out, [e["file"] for e in entries]))
+            manifest["nemo_gym_config"] = NEMO_GYM_CONFIG
+        if options.format == "nemo-rl":
+            system = nemo_system_prompt(records)
+            if system is not None:
+                files.write_text(out / "system_prompt.txt", system)
+                manifest["system_prompt_file"] = "system_prompt.txt"
+        path = out / "manifest.json"
+        files.write_text(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path

@@ -23,6 +23,7 @@ from hwtp.errors import MutantError
 from hwtp.mutators import probes
 from hwtp.mutators.schemata import SELECTOR, SchemataError, render, standalone
 from hwtp.mutators.site import Site
+from hwtp.outputs import Staged, staged
 from hwtp.plan import Plan, load_plan_file, to_data
 from hwtp.rtl import module_body_offsets
 
@@ -248,7 +249,14 @@ def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[
 
 
 def write(mutant_set: MutantSet, outdir: Path) -> Path:
-    """Write the mutant directory; returns the path of mutants.json."""
+    """Write the mutant directory; returns the path of mutants.json. Its files are staged
+    (:func:`hwtp.outputs.staged`): a write that fails (a full disk) names the file and leaves
+    no half-written file and no ``mutants.json``."""
+    with staged(sync=False) as files:
+        return _write(mutant_set, outdir, files)
+
+
+def _write(mutant_set: MutantSet, outdir: Path, files: Staged) -> Path:
     design = mutant_set.design
     outdir.mkdir(parents=True, exist_ok=True)
     golden = outdir / "golden"
@@ -256,8 +264,8 @@ def write(mutant_set: MutantSet, outdir: Path) -> Path:
         shutil.rmtree(golden)
     for src in design.sources:
         (golden / src.path).parent.mkdir(parents=True, exist_ok=True)
-        (golden / src.path).write_text(src.text, encoding="utf-8")
-    (golden / "spec.md").write_text(design.spec, encoding="utf-8")
+        files.write_text(golden / src.path, src.text)
+    files.write_text(golden / "spec.md", design.spec)
     manifest: dict[str, Any] = {
         "name": design.name,
         "top": design.top,
@@ -268,26 +276,26 @@ def write(mutant_set: MutantSet, outdir: Path) -> Path:
         manifest["clock"] = {"port": design.clock.port, "period_ns": design.clock.period_ns}
     if design.reset:
         manifest["reset"] = {"port": design.reset.port, "active": design.reset.active, "cycles": design.reset.cycles}
-    (golden / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    files.write_text(golden / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     schemata, _ = schemata_sources(mutant_set)
     for src in schemata:
         (outdir / "schemata" / src.path).parent.mkdir(parents=True, exist_ok=True)
-        (outdir / "schemata" / src.path).write_text(src.text, encoding="utf-8")
+        files.write_text(outdir / "schemata" / src.path, src.text)
     witnesses = outdir / "witnesses"
     if witnesses.exists():
         shutil.rmtree(witnesses)
     if mutant_set.witnesses:
         witnesses.mkdir()
     for mid, plan in sorted(mutant_set.witnesses.items()):
-        (witnesses / f"{mid}.yaml").write_text(yamlio.dump(to_data(plan)), encoding="utf-8")
+        files.write_text(witnesses / f"{mid}.yaml", yamlio.dump(to_data(plan)))
     diffs = outdir / "diffs"
     if diffs.exists():
         shutil.rmtree(diffs)
     diffs.mkdir()
     for m in mutant_set.valid:
-        (diffs / f"{m.id}.diff").write_text(mutant_set.diff(m), encoding="utf-8")
+        files.write_text(diffs / f"{m.id}.diff", mutant_set.diff(m))
     path = outdir / MUTANTS_JSON
-    path.write_text(json.dumps(mutant_set.as_json(), indent=2) + "\n", encoding="utf-8")
+    files.write_text(path, json.dumps(mutant_set.as_json(), indent=2) + "\n")
     return path
 
 

@@ -274,10 +274,13 @@ def extract_plan(text: str, source: str = "completion") -> Plan:
     malformed.
     """
     best: PlanError | None = None
+    unreadable: yamlio.YamlLoadError | None = None
     for candidate in _candidates(text):
         try:
             located = yamlio.load(candidate)
-        except yamlio.YamlLoadError:
+        except yamlio.YamlLoadError as exc:
+            if exc.message.startswith("not Unicode"):
+                unreadable = unreadable or exc
             continue
         if not isinstance(located.data, dict) or "tests" not in located.data:
             continue
@@ -287,6 +290,8 @@ def extract_plan(text: str, source: str = "completion") -> Plan:
             best = best or exc
     if best is not None:
         raise best
+    if unreadable is not None:
+        raise PlanError(f"{source}: no plan found: the text is {unreadable.message}")
     raise PlanError(f"{source}: no plan found (expected a YAML or JSON mapping with a 'tests' list)")
 
 

@@ -22,11 +22,16 @@ from pathlib import Path
 from hwtp import yamlio
 from hwtp.errors import PlanError, PolicyUnavailable
 from hwtp.mutantset import GOLDEN, MutantSet, set_hash
+from hwtp.outputs import staged
 from hwtp.plan import extract_plan, to_data, validate
 from hwtp.planset import PLAN_INDEX, PlanRecord, plan_id
 from hwtp.policy import PlanRequest, Policy
 from hwtp.prompt import Templates, build_messages
 from hwtp.yamlio import clean_text
+
+#: Most plans per state (``-G``): GRPO groups are 2-64 samples; past this a run would hold
+#: millions of records in memory before writing one.
+MAX_SAMPLES = 1024
 
 #: The error prefix of a truncated completion with no extractable plan.
 TRUNCATED = "truncated (finish_reason=length)"
@@ -121,19 +126,16 @@ def plan_states(
 def write_plans(records: Sequence[PlanRecord], outdir: Path, per_state_files: bool = True) -> Path:
     """Write plans.jsonl and (unless ``per_state_files`` is False) the per-state files for
     people; returns the index path."""
-    outdir.mkdir(parents=True, exist_ok=True)
-    for r in records if per_state_files else ():
-        folder = outdir / r.state
-        folder.mkdir(exist_ok=True)
-        if r.generated.text is not None:
-            (folder / f"s{r.sample:02d}.txt").write_text(r.generated.text, encoding="utf-8")
-            if r.error is None:
-                plan = extract_plan(r.generated.text)
-                (folder / f"s{r.sample:02d}.yaml").write_text(
-                    yamlio.dump(to_data(plan)), encoding="utf-8"
-                )
     index = outdir / PLAN_INDEX
-    tmp = index.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r.as_json()) + "\n" for r in records), encoding="utf-8")
-    tmp.replace(index)
+    with staged(sync=False) as files:  # a failed write (a full disk) names its file and leaves none half written
+        outdir.mkdir(parents=True, exist_ok=True)
+        for r in records if per_state_files else ():
+            folder = outdir / r.state
+            folder.mkdir(exist_ok=True)
+            if r.generated.text is not None:
+                files.write_text(folder / f"s{r.sample:02d}.txt", r.generated.text)
+                if r.error is None:
+                    plan = extract_plan(r.generated.text)
+                    files.write_text(folder / f"s{r.sample:02d}.yaml", yamlio.dump(to_data(plan)))
+        files.write_text(index, "".join(json.dumps(r.as_json()) + "\n" for r in records))
     return index

@@ -8,6 +8,7 @@ configuration is refused with what changed (or accepted with ``--force-new-stage
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -19,6 +20,7 @@ from hwtp.advantage import PRESETS
 from hwtp.env import DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError
 from hwtp.export import FORMATS
+from hwtp.planning import MAX_SAMPLES
 from hwtp.scheme import DEFAULT_PENALTY, SMU, check_name
 
 STAGES = ("mutate", "plan", "score", "advantage", "export")
@@ -57,9 +59,13 @@ def check_url(url: str) -> str | None:
 def check_field(key: str, value: Any) -> str | None:
     """What is wrong with one field's value on its own (None: nothing)."""
 
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
     at_least_one = ("states", "samples", "witness_cycles", "jobs", "concurrency", "batch_size", "max_tokens")
     if key in at_least_one and value is not None and value < 1:
         return f"must be at least 1, got {value}"
+    if key == "samples" and value > MAX_SAMPLES:
+        return f"must be at most {MAX_SAMPLES} plans per state, got {value}"
     if key == "policy" and value not in POLICIES:
         return f"unknown policy {value!r} (valid: {', '.join(POLICIES)})"
     if key == "group_by" and value not in GROUPINGS:

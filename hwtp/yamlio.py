@@ -71,6 +71,11 @@ def clean_text(text: str) -> str:
     return _SURROGATES.sub("\ufffd", text)
 
 
+def _surrogate_message(text: str, at: int) -> str:
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return f"not Unicode text: lone surrogate U+{ord(text[at]):04X} at column {column}"
+
+
 @dataclass(frozen=True)
 class Located:
     """A loaded document and the 1-based line of each path (``("tests", 0, "steps", 2)``)."""
@@ -178,6 +183,9 @@ def load(text: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> Located:
     """
     if len(text.encode("utf-8", errors="replace")) > max_bytes:
         raise YamlLoadError(f"document is larger than {max_bytes} bytes")
+    surrogate = _SURROGATES.search(text)
+    if surrogate is not None:  # not Unicode: no YAML parser can read it (libyaml raises UnicodeEncodeError)
+        raise YamlLoadError(_surrogate_message(text, surrogate.start()), text.count("\n", 0, surrogate.start()) + 1)
     loader = _FAST_LOADER(text) if _FAST_LOADER is not None else _Loader(text)
     try:
         node = loader.get_single_node()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from hwtp import env
 from hwtp.design import SourceFile
+from hwtp.outputs import cache_folder
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
 
@@ -67,8 +68,7 @@ def ensure_build(
 ) -> Build:
     """Return the build of ``sources``, building it unless the cache already has it."""
     key = build_key(backend, sources, top, options)
-    base = (root or default_root()).expanduser().resolve()
-    base.mkdir(parents=True, exist_ok=True)
+    base = cache_folder((root or default_root()).expanduser().resolve())
     folder = base / f"{backend.name}-{key[:24]}"
     lock_path = base / f"{folder.name}.lock"
     with lock_path.open("a+") as lock:

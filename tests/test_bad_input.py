@@ -221,6 +221,9 @@ def test_run_options_are_checked_before_any_work(tmp_path: Path, run_cli: Run, a
         ("  policy: replay\n", "hwtp.yaml:3: run.policy: policy replay needs --from DIR"),
         ("  group_by: states\n", "hwtp.yaml:3: run.group_by: unknown grouping 'states'"),
         ("  designs: [counter_en_lod]\n", "hwtp.yaml:2: run.designs: counter_en_lod: no such file, folder or shipped"),
+        ("  temperature: .nan\n", "hwtp.yaml:3: run.temperature: must be a finite number, got nan"),
+        ("  top_p: .nan\n", "hwtp.yaml:3: run.top_p: must be a finite number, got nan"),
+        ("  G: 1000000000\n", "hwtp.yaml:3: run.G: must be at most 1024 plans per state, got 1000000000"),
     ],
 )
 def test_hwtp_yaml_errors_name_file_line_and_field(

@@ -602,3 +602,30 @@ def test_client_config_validation(kwargs: dict[str, Any], match: str) -> None:
     values = {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", **kwargs}
     with pytest.raises(ConfigError, match=match):
         ClientConfig(**values)
+
+
+def test_a_huge_retry_after_is_capped_by_the_request_budget(url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A server answering 429 with Retry-After: 100000 on every attempt: the waits of one request
+    total at most its timeout (not retries x 120 s), the log says so, and the request fails."""
+    srv.control(url, faults=[{"kind": "status", "status": 429, "retry_after": "100000", "count": 10}])
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    cfg = config(url, request_timeout=3.0, max_retries=4)
+    with caplog.at_level("WARNING", logger="hwtp.llm.client"), pytest.raises(PolicyError, match="gave up after 5"):
+        complete(cfg, sleep=sleep)
+    assert len(slept) == 4 and sum(slept) <= 3.0 + 4 * cfg.backoff_max
+    assert slept[0] == 3.0  # the whole budget at once: what the server asked for is longer
+    assert requests_made(url) == 5
+    lines = [r.getMessage() for r in caplog.records if "retry 1 of 4" in r.getMessage()]
+    assert lines and "Retry-After 100000 s capped" in lines[0] and "--timeout, 3 s, in all" in lines[0], lines
+
+
+def test_retry_delay_within_a_budget() -> None:
+    cfg = ClientConfig("http://127.0.0.1:1/v1", "m", backoff_base=0.0, retry_after_max=120.0)
+    rng = random.Random(1)
+    assert retry_delay(0, cfg, 100000.0, rng, budget=7.0) == 7.0
+    assert retry_delay(0, cfg, 100000.0, rng, budget=-1.0) == 0.0
+    assert retry_delay(0, cfg, 2.0, rng, budget=7.0) == 2.0

@@ -359,3 +359,36 @@ def test_missing_or_changed_mutant_set(run: dict[str, Any], tmp_path: Path, monk
     R.reset()
     monkeypatch.setenv("HWTP_STATES", str(run["out"]))
     assert R.score_completions([(truth, text)])[0].reward is not None
+
+
+@pytest.mark.sim
+def test_an_unreadable_completion_costs_only_its_own_reward(run: dict[str, Any], states: Path) -> None:
+    """A completion holding a lone surrogate (JSON "\\ud800": not Unicode, libyaml cannot read it) or
+    that is not text at all is invalid (reward 0, the reason named) in a batch whose other rewards are
+    those of ``hwtp score``: in the core and in every adapter."""
+    cases = _cases(run, "trl")[:6]
+    truth = cases[0][0]["ground_truth"]
+    surrogate = "```yaml\ntests:\n  - name: t\ud800\n    steps:\n      - wait: 1\n```\n"
+    results = R.score_completions(
+        [*((row["ground_truth"], text) for row, text, _ in cases), (truth, surrogate), (truth, 7)]
+    )  # type: ignore[list-item]
+    assert [r.reward for r in results] == [reward for _, _, reward in cases] + [0.0, 0.0]
+    assert [r.outcome for r in results[-2:]] == ["invalid", "invalid"]
+    assert "lone surrogate U+D800" in results[-2].detail["reason"]
+    assert "expected text, got int" in results[-1].detail["reason"]
+    json.dumps([r.as_dict() for r in results]).encode("utf-8")  # every reason can be written
+
+    texts = [text for _, text, _ in cases] + [surrogate]
+    expected = [reward for _, _, reward in cases] + [0.0]
+    rows = [row for row, _, _ in cases] + [cases[0][0]]
+    got = R.trl_reward(
+        prompts=[row["prompt"] for row in rows],
+        completions=[[{"role": "assistant", "content": t}] for t in texts],
+        ground_truth=[row["ground_truth"] for row in rows],
+    )
+    assert got == expected
+    verl = R.compute_score_batch(["hwtp"] * len(texts), texts, [row["ground_truth"] for row in rows])
+    assert [s["score"] for s in verl] == expected and verl[-1]["outcome"] == "invalid"
+    assert R.compute_score("hwtp", surrogate, truth)["score"] == 0.0
+    out = R.reward_func(texts, [""] * len(texts), [json.dumps(row["ground_truth"]) for row in rows])
+    assert list(map(float, out["rewards"])) == expected

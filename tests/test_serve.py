@@ -503,3 +503,152 @@ def test_percentiles() -> None:
     values = [float(v) for v in range(1, 101)]
     assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50.0, 95.0, 99.0)
     assert percentile([], 50) is None and percentile([3.0], 99) == 3.0
+
+
+# --------------------------------------------------------------------------- one request must not fail others
+
+
+def _raw(url: str) -> Any:
+    """A plain TCP connection to the service at ``url`` (for clients that misbehave below HTTP)."""
+    import socket
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=120)
+
+
+@pytest.mark.sim
+def test_a_completion_that_is_not_unicode_costs_only_its_own_reward(states: dict[str, Any]) -> None:
+    """One scoring thread held by a long request, then 5 valid requests and 1 whose completion holds a
+    lone surrogate (JSON "\\ud800") arrive together and are batched: the 5 get their rewards, the
+    surrogate gets the invalid reward (0) for itself alone, the echo of /verify carries it escaped; a
+    5000-digit integer is 400 naming it; a client that disconnects mid-body is no traceback."""
+    srv = ServeProcess(states["mutdir"], states["root"], "--threads", "1", "--workers", "1")
+    try:
+        first = states["ids"][0]
+        valid = [{"query": [fenced(drive_plan(f"v{i}", i + 1))], "labels": [truth(states, "golden")]} for i in range(4)]
+        valid.append({"query": [states["witnesses"][first]], "labels": [truth(states, first)]})
+        expected = [[1.0]] * 4 + [[2.0]]
+        surrogate = {
+            "query": [fenced(drive_plan("s", 2)).replace("name: s", "name: s\ud800")],
+            "labels": [truth(states, "golden")],
+        }
+        answers: dict[int, Any] = {}
+
+        def send(i: int, body: dict[str, Any]) -> None:
+            with httpx.Client(base_url=srv.url, timeout=300.0) as c:  # JSON as trainers send it: ASCII, \ud800 escaped
+                answers[i] = c.post("/reward", content=json.dumps(body), headers={"content-type": "application/json"})
+
+        hold = threading.Thread(target=send, args=(-1, long_body(states, 12, "h")))
+        hold.start()
+        deadline = time.monotonic() + 60
+        while srv.metrics()["in_flight"] == 0:
+            assert time.monotonic() < deadline and hold.is_alive()
+            time.sleep(0.005)
+        threads = [threading.Thread(target=send, args=(i, b)) for i, b in enumerate([*valid, surrogate])]
+        for t in threads:
+            t.start()
+        for t in [hold, *threads]:
+            t.join()
+        assert answers[-1].status_code == 200, answers[-1].text
+        for i, want in enumerate(expected):
+            assert answers[i].status_code == 200, answers[i].text
+            assert answers[i].json()["rewards"] == want
+        bad = answers[len(valid)]
+        assert bad.status_code == 200, bad.text
+        assert bad.json()["rewards"] == [0.0] and bad.json()["extra_logs"]["hwtp_invalid"] == [1.0]
+
+        rollout = {
+            "responses_create_params": {"input": "\ud800"},
+            "response": {"output": [{"type": "message", "content": [{"type": "output_text", "text": "\ud800"}]}]},
+            "ground_truth": truth(states, "golden", as_text=False),
+        }
+        echoed = srv.client.post("/verify", content=json.dumps(rollout), headers={"content-type": "application/json"})
+        assert echoed.status_code == 200, echoed.text
+        assert echoed.json()["reward"] == 0.0 and echoed.json()["hwtp_outcome"] == "invalid"
+        assert echoed.json()["responses_create_params"] == {"input": "\ud800"}
+
+        digits = b'{"query": [' + b"1" * 5000 + b'], "labels": []}'
+        big = srv.client.post("/reward", content=digits, headers={"content-type": "application/json"})
+        assert big.status_code == 400 and "5000 digits" in big.json()["error"], big.text
+
+        with _raw(srv.url) as sock:  # announces 10 000 bytes, sends 10, goes away
+            sock.sendall(b"POST /reward HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n" + b'{"query": ')
+        assert srv.client.get("/health").status_code == 200
+        deadline = time.monotonic() + 60
+        while srv.metrics()["rejected"].get("disconnected", 0) == 0:
+            assert time.monotonic() < deadline, srv.metrics()
+            time.sleep(0.05)
+    finally:
+        code, _, err = srv.stop()
+    assert code == 0, err
+    assert "Traceback" not in err and "failed" not in err, err
+
+
+@pytest.mark.sim
+def test_slow_clients_are_cut_off(states: dict[str, Any]) -> None:
+    """A client that sends its headers a byte at a time, one that sends half a body and one that sends
+    nothing are disconnected after --read-timeout; the service goes on answering."""
+    srv = ServeProcess(states["mutdir"], states["root"], "--read-timeout", "1")
+    try:
+        silent, half, drip = _raw(srv.url), _raw(srv.url), _raw(srv.url)
+        half.sendall(b"POST /reward HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        header = b"POST /reward HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 10_000
+        closed: dict[str, bool] = {}
+        for name, sock in (("silent", silent), ("half", half)):
+            sock.settimeout(120)
+            closed[name] = _closed(sock)
+        drip.settimeout(0.2)
+        deadline = time.monotonic() + 120  # a byte every 0.2 s would last 2000 s
+        for byte in header:
+            try:
+                drip.sendall(bytes([byte]))
+                if drip.recv(1024) == b"":
+                    closed["drip"] = True
+                    break
+            except TimeoutError:
+                pass
+            except OSError:  # reset by the server
+                closed["drip"] = True
+                break
+            assert time.monotonic() < deadline, "the dripping client was never cut off"
+        for sock in (silent, half, drip):
+            sock.close()
+        assert closed == {"silent": True, "half": True, "drip": True}
+        assert srv.client.get("/health").status_code == 200
+    finally:
+        code, _, err = srv.stop()
+    assert code == 0, err
+    assert "Traceback" not in err, err
+
+
+def _closed(sock: Any) -> bool:
+    """Whether the server closes ``sock`` within its timeout (the read ends, or a reset)."""
+    try:
+        while sock.recv(1024):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_listening_beyond_this_machine_without_a_token_warns(states: dict[str, Any]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "HWTP_SERVE_TOKEN"}
+    proc = subprocess.Popen(
+        [HWTP, "serve", str(states["mutdir"]), "--host", "0.0.0.0", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=states["root"],
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on http://0.0.0.0:" in line, line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "WARNING" in err and "WITHOUT a token" in err and "export HWTP_SERVE_TOKEN=" in err, err

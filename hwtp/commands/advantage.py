@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
+from hwtp import outputs
 from hwtp.advantage import PRESETS, advantage_records, describe_zero_share, preset, summarize
+from hwtp.commands.options import OUTPUT_FILE, OUTPUT_FOLDER
 from hwtp.errors import ConfigError, ScoreError
 from hwtp.export import FORMATS, ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.planset import PLAN_INDEX, PlanRecord, read_index
@@ -86,14 +88,14 @@ def _records(docs: list[dict[str, Any]], preset_name: str, group_by: str, **over
 @click.command("advantage")
 @click.argument("scores", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @advantage_options
-@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), help="JSONL: one record per sample.")
+@click.option("-o", "--out", type=OUTPUT_FILE, help="JSONL: one record per sample.")
 def advantage_command(
     scores: tuple[Path, ...], preset_name: str, group_by: str, out: Path | None, **overrides: Any
 ) -> None:
     """GRPO-SMu (or trainer-preset) advantages for the samples of hwtp score JSON files."""
     records, _config_used, summary = _records(read_scores(scores), preset_name, group_by, **overrides)
     if out:
-        out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
+        outputs.write_text(out, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     click.echo(f"{len(records)} samples, preset {preset_name}, grouped by {group_by}")
     click.echo(describe_zero_share(summary))
 
@@ -125,7 +127,7 @@ def _plan_records(folders: tuple[Path, ...]) -> dict[tuple[str, str], PlanRecord
 @click.command("export")
 @click.argument("scores", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", show_default=True)
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
+@click.option("-o", "--out", required=True, type=OUTPUT_FOLDER, help="Output folder.")
 @click.option(
     "--plans",
     "plan_dirs",
@@ -133,7 +135,7 @@ def _plan_records(folders: tuple[Path, ...]) -> dict[tuple[str, str], PlanRecord
     type=click.Path(file_okay=False, path_type=Path),
     help="hwtp plan output folder(s): source of each sample's prompt and completion.",
 )
-@click.option("--batch-size", type=int, help="Records per shard (groups are never split).")
+@click.option("--batch-size", type=click.IntRange(1), help="Records per shard (groups are never split).")
 @click.option(
     "--reward-scheme",
     type=click.Choice(SCHEMES),

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from hwtp.commands.options import designs_dir_option, endpoint_options, trust_option
+from hwtp.commands.options import (
+    AT_LEAST_ONE,
+    OUTPUT_FOLDER,
+    SAMPLES,
+    designs_dir_option,
+    endpoint_options,
+    trust_option,
+)
 from hwtp.corpus.splits import SPLITS, designs_of
 from hwtp.design import known_designs, load_design, search_path
 from hwtp.errors import ConfigError
@@ -20,17 +27,17 @@ from hwtp.runconfig import RunConfig
 
 @click.command("eval")
 @click.argument("designs", nargs=-1)
-@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--out", "outdir", required=True, type=OUTPUT_FOLDER)
 @click.option("--split", type=click.Choice(SPLITS), help="Every design of this split of --designs-dir.")
 @click.option("--policy", type=click.Choice(POLICIES), help="[random; openai with --endpoint]")
-@click.option("-G", "samples", type=int, help="Plans per state. [8]")
+@click.option("-G", "samples", type=SAMPLES, help="Plans per state. [8]")
 @click.option("--states", type=int, help="Mutants per design (plus golden). [8]")
 @click.option("--seed", type=int, help="[0]")
 @click.option("--witness-cycles", type=int, help="Witness-search budget per mutant. [1000]")
 @click.option(
     "--from", "replay_from", help="Replay: an hwtp plan folder, or one per design (e.g. an eval's OUT/plans)."
 )
-@click.option("-j", "--jobs", type=int, help="Simulator processes. [CPUs]")
+@click.option("-j", "--jobs", type=AT_LEAST_ONE, help="Simulator processes. [CPUs]")
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json instead of the Markdown.")
 @designs_dir_option
 @endpoint_options

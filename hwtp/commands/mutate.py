@@ -10,7 +10,7 @@ import click
 
 from hwtp import mutantset, yamlio
 from hwtp import mutate as engine
-from hwtp.commands.options import design_options, resolve_design, trust_option
+from hwtp.commands.options import AT_LEAST_ONE, OUTPUT_FOLDER, design_options, resolve_design, trust_option
 from hwtp.errors import ConfigError
 from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.sites import FRONTENDS
@@ -40,7 +40,7 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     "--out",
     "outdir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=OUTPUT_FOLDER,
     help="Mutant directory to write (mutants.json, schemata/, diffs/, golden/).",
 )
 @click.option("-n", "count", type=int, default=32, show_default=True, help="How many mutants (0: every site).")
@@ -106,7 +106,7 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
 @click.option(
     "--formal-timeout", type=float, default=10.0, show_default=True, help="Formal check: wall-clock s per mutant."
 )
-@click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@click.option("-j", "--jobs", type=AT_LEAST_ONE, default=os.cpu_count() or 1, show_default=True)
 def mutate(
     design: str,
     top: str | None,

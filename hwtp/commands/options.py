@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,9 +23,56 @@ from hwtp.design import (
     use_designs_dirs,
 )
 from hwtp.env import ALLOW_SYSTEM_TASKS_VAR, DESIGNS_VAR
-from hwtp.errors import ConfigError, PlanError
+from hwtp.errors import ConfigError, OutputError, PlanError
+from hwtp.outputs import check_file, check_folder
+from hwtp.planning import MAX_SAMPLES
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class OutputPath(click.Path):
+    """A path a command writes (a folder, or a file): checked as the option is read
+    (:func:`hwtp.outputs.check_folder` / :func:`~hwtp.outputs.check_file`), so a read-only place or a
+    dangling symbolic link is refused, exit 2, before the command does anything."""
+
+    def __init__(self, folder: bool) -> None:
+        super().__init__(file_okay=not folder, dir_okay=folder, path_type=Path)
+        self.folder = folder
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        if str(path) != "-":
+            try:
+                (check_folder if self.folder else check_file)(Path(str(path)))
+            except OutputError as exc:
+                self.fail(str(exc), param, ctx)
+        return path
+
+
+class FiniteFloat(click.FloatRange):
+    """A finite number (``nan`` and ``inf`` refused), optionally in a range: the type of every
+    number option, so no NaN reaches a run folder, a reward or a request."""
+
+    name = "finite number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+#: Seconds, and other quantities that must be above 0.
+POSITIVE = FiniteFloat(min=0, min_open=True)
+#: A count of one or more (processes, requests, cycles).
+AT_LEAST_ONE = click.IntRange(min=1)
+#: Plans per state (``-G``): far above any trainer's group size, and a bound on what one run holds.
+SAMPLES = click.IntRange(min=1, max=MAX_SAMPLES)
+
+
+#: ``-o FOLDER`` / ``--json FILE``: where a command writes, checked before any work.
+OUTPUT_FOLDER = OutputPath(folder=True)
+OUTPUT_FILE = OutputPath(folder=False)
 
 
 def _designs_dirs(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> None:
@@ -74,12 +122,12 @@ def endpoint_options(func: F) -> F:
             click.option("--endpoint", help="OpenAI-compatible base URL (policy openai)."),
             click.option("--model"),
             click.option("--api-key-env", help="Environment variable holding the API key."),
-            click.option("--temperature", type=float),
-            click.option("--top-p", type=float),
-            click.option("--max-tokens", type=int),
-            click.option("--concurrency", type=int, help="Endpoint requests in flight."),
-            click.option("--timeout", type=float, help="Total deadline of one endpoint request, s. [300]"),
-            click.option("--retries", type=int, help="Retries of a failed endpoint request. [5]"),
+            click.option("--temperature", type=FiniteFloat(min=0)),
+            click.option("--top-p", type=FiniteFloat(min=0, max=1, min_open=True)),
+            click.option("--max-tokens", type=AT_LEAST_ONE),
+            click.option("--concurrency", type=AT_LEAST_ONE, help="Endpoint requests in flight."),
+            click.option("--timeout", type=POSITIVE, help="Total deadline of one endpoint request, s. [300]"),
+            click.option("--retries", type=click.IntRange(min=0), help="Retries of a failed endpoint request. [5]"),
         )
     ):
         func = option(func)

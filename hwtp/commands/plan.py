@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from hwtp import mutantset
-from hwtp.commands.options import trust_option
+from hwtp.commands.options import AT_LEAST_ONE, OUTPUT_FOLDER, POSITIVE, SAMPLES, FiniteFloat, trust_option
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, PolicyUnavailable
 from hwtp.mutantset import GOLDEN
@@ -33,29 +33,31 @@ def resolve_states(mutant_set: mutantset.MutantSet, text: str) -> list[str]:
 
 @click.command("plan")
 @click.argument("mutdir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "--out", "outdir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--out", "outdir", required=True, type=OUTPUT_FOLDER)
 @click.option("--states", default="all", show_default=True, help="golden, all, or comma-separated mutant ids.")
-@click.option("-G", "samples", type=int, default=8, show_default=True, help="Plans per state.")
+@click.option("-G", "samples", type=SAMPLES, default=8, show_default=True, help="Plans per state.")
 @click.option(
     "--policy", default=None, help="openai, random or replay (default: openai when --endpoint is given, else random)."
 )
 @click.option("--endpoint", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
 @click.option("--model", help="Model name the endpoint serves.")
 @click.option("--api-key-env", default=DEFAULT_API_KEY_VAR, show_default=True, help="Variable holding the API key.")
-@click.option("--temperature", type=float, default=1.0, show_default=True)
-@click.option("--top-p", type=float, default=1.0, show_default=True)
-@click.option("--max-tokens", type=int, default=None)
+@click.option("--temperature", type=FiniteFloat(min=0), default=1.0, show_default=True)
+@click.option("--top-p", type=FiniteFloat(min=0, max=1, min_open=True), default=1.0, show_default=True)
+@click.option("--max-tokens", type=AT_LEAST_ONE, default=None)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--stop", multiple=True, help="Stop sequence (repeatable).")
 @click.option("--structured", is_flag=True, help="Ask for JSON matching the plan schema (response_format).")
-@click.option("--concurrency", type=int, default=8, show_default=True)
+@click.option("--concurrency", type=AT_LEAST_ONE, default=8, show_default=True)
 @click.option(
-    "--timeout", type=float, default=300.0, show_default=True, help="Total deadline of one HTTP request, s."
+    "--timeout", type=POSITIVE, default=300.0, show_default=True, help="Total deadline of one HTTP request, s."
 )
-@click.option("--retries", type=int, default=5, show_default=True, help="Retries of a failed request.")
+@click.option(
+    "--retries", type=click.IntRange(min=0), default=5, show_default=True, help="Retries of a failed request."
+)
 @click.option(
     "--max-response-bytes",
-    type=int,
+    type=AT_LEAST_ONE,
     default=DEFAULT_MAX_RESPONSE_BYTES,
     show_default=True,
     help="Largest response body read; a longer one fails the request.",

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
+from hwtp import outputs
+from hwtp.commands.options import OUTPUT_FILE
+
 
 @click.command("report")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", "out", required=True, type=OUTPUT_FILE,
               help="The HTML file to write.")
 @click.option("--root", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="Folder a hwtp ci report's source paths are relative to (default: here, then the report's).")
@@ -21,6 +24,5 @@ def report_command(sources: tuple[Path, ...], out: Path, root: Path | None) -> N
     from hwtp.report.render import render
 
     views = [load_source(path, root) for path in sources]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(views), encoding="utf-8")
+    outputs.write_text(outputs.make_folder(out.parent) / out.name, render(views))
     click.echo(f"wrote {out}", err=True)

@@ -8,9 +8,17 @@ from typing import Any
 
 import click
 
+from hwtp import outputs
 from hwtp import run as loop
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import designs_dir_option, endpoint_options, reward_scheme_options, trust_option
+from hwtp.commands.options import (
+    OUTPUT_FILE,
+    OUTPUT_FOLDER,
+    designs_dir_option,
+    endpoint_options,
+    reward_scheme_options,
+    trust_option,
+)
 from hwtp.config import CONFIG_NAME, load_run
 from hwtp.errors import DesignError, PolicyUnavailable
 from hwtp.executors.choice import make_executor
@@ -67,7 +75,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 @click.command("run")
 @click.argument("designs", nargs=-1)
-@click.option("-o", "--out", "rundir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--out", "rundir", required=True, type=OUTPUT_FOLDER)
 @click.option(
     "--config",
     "config_file",
@@ -88,7 +96,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--max-response-bytes", type=int, help="Largest endpoint response read. [4194304]")
 @click.option("--dry-run", is_flag=True, help="Print the resolved configuration and the planned work; run nothing.")
 @click.option("--force-new-stage", type=click.Choice(STAGES), help="Accept a changed configuration; redo from STAGE.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the summary here.")
+@click.option("--json", "json_out", type=OUTPUT_FILE, help="Write the summary here.")
 @executor_options
 @reward_scheme_options
 @endpoint_options
@@ -136,7 +144,7 @@ def run_command(
     progress.tasks.close()
     print_summary(summary)
     if json_out:
-        json_out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        outputs.write_text(json_out, json.dumps(summary, indent=2) + "\n")
     stop = summary.get("incomplete")
     if stop:
         later = f"; not started: {', '.join(stop['not_started'])}" if stop["not_started"] else ""

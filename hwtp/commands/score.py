@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
 import click
 
-from hwtp import mutantset
+from hwtp import mutantset, outputs
 from hwtp.commands.executors import executor_options
-from hwtp.commands.options import read_stdin, reward_scheme_options, trust_option
-from hwtp.errors import ConfigError
+from hwtp.commands.options import AT_LEAST_ONE, OUTPUT_FILE, POSITIVE, read_stdin, reward_scheme_options, trust_option
 from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN
 from hwtp.planset import read_plans
@@ -30,11 +30,16 @@ _CELL = {
 }
 
 
-def _levels(text: str) -> RewardLevels:
+def _levels(_ctx: click.Context, _param: click.Parameter, text: str) -> RewardLevels:
+    """``--reward-levels``, read as the option is (before any work): three finite numbers."""
     try:
-        invalid, golden_pass, detect = (float(x) for x in text.split(","))
+        levels = [float(x) for x in text.split(",")]
+        invalid, golden_pass, detect = levels
     except ValueError:
-        raise ConfigError(f"--reward-levels {text!r}: expected three numbers INVALID,PASS,DETECT") from None
+        raise click.BadParameter(f"{text!r}: expected three numbers INVALID,PASS,DETECT") from None
+    for name, value in zip(("INVALID", "PASS", "DETECT"), levels, strict=True):
+        if not math.isfinite(value):
+            raise click.BadParameter(f"{text!r}: {name} is {value}, not a finite number")
     return RewardLevels(invalid, golden_pass, detect)
 
 
@@ -60,14 +65,16 @@ def kill_matrix(scores: Scores) -> str:
 )
 @click.option("--states", default="all", show_default=True, help="all, golden, or comma-separated mutant ids.")
 @click.option("--full-matrix", is_flag=True, help="Score plans from hwtp plan on every state too.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scores JSON here.")
-@click.option("-j", "--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@click.option("--json", "json_out", type=OUTPUT_FILE, help="Write scores JSON here.")
+@click.option("-j", "--jobs", type=AT_LEAST_ONE, default=os.cpu_count() or 1, show_default=True)
 @click.option("--isolated", is_flag=True, help="Run each evaluation in its own simulator process.")
-@click.option("--max-cycles", type=int, default=100_000, show_default=True, help="Simulated cycles per evaluation.")
+@click.option(
+    "--max-cycles", type=AT_LEAST_ONE, default=100_000, show_default=True, help="Simulated cycles per evaluation."
+)
 @click.option(
     "--timeout",
     "wall_s",
-    type=float,
+    type=POSITIVE,
     default=30.0,
     show_default=True,
     help="Wall-clock s per evaluation (simulator start-up not counted).",
@@ -75,12 +82,14 @@ def kill_matrix(scores: Scores) -> str:
 @click.option(
     "--startup-timeout",
     "startup_s",
-    type=float,
+    type=POSITIVE,
     default=60.0,
     show_default=True,
     help="Wall-clock s for a simulator process to start, until the harness is ready.",
 )
-@click.option("--reward-levels", default="0,1,2", show_default=True, help="Rewards INVALID,PASS,DETECT.")
+@click.option(
+    "--reward-levels", default="0,1,2", show_default=True, callback=_levels, help="Rewards INVALID,PASS,DETECT."
+)
 @click.option("--sim", "simulator", default="verilator", show_default=True)
 @click.option(
     "--diagnose",
@@ -102,7 +111,7 @@ def score_command(
     max_cycles: int,
     wall_s: float,
     startup_s: float,
-    reward_levels: str,
+    reward_levels: RewardLevels,
     simulator: str,
     diagnose: bool,
     executor: str,
@@ -123,16 +132,14 @@ def score_command(
     config = ScoreConfig(
         states=wanted,
         full_matrix=full_matrix,
-        jobs=max(1, jobs),
+        jobs=jobs,
         isolated=isolated,
         limits=Limits(max_cycles=max_cycles, wall_s=wall_s, startup_s=startup_s),
-        rewards=_levels(reward_levels),
+        rewards=reward_levels,
         simulator=simulator,
         diagnose=diagnose,
         scheme=scheme,
     )
-    if wall_s <= 0 or startup_s <= 0:
-        raise ConfigError("--timeout and --startup-timeout must be positive numbers of seconds")
     runner = make_executor(executor, ray_address, config.jobs, isolated, ray_cpus, ray_chunk)
     total = len(plans) * (1 + len(mutant_set.valid))
     try:
@@ -141,7 +148,7 @@ def score_command(
     finally:
         runner.close()
     if json_out:
-        json_out.write_text(json.dumps(scores.as_dict(), indent=2) + "\n", encoding="utf-8")
+        outputs.write_text(json_out, json.dumps(scores.as_dict(), indent=2) + "\n")
     click.echo(kill_matrix(scores))
     rate = scores.evaluations / scores.seconds if scores.seconds else 0.0
     click.echo(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 from pathlib import Path
 
@@ -33,6 +34,23 @@ def _token(token_env: str | None) -> tuple[str | None, str | None]:
         return value, token_env
     value = env.get(env.SERVE_TOKEN_VAR)
     return (value, env.SERVE_TOKEN_VAR) if value else (None, None)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _open_warning(host: str) -> str:
+    """What ``hwtp serve`` prints when it listens beyond this machine with no token."""
+    var = env.SERVE_TOKEN_VAR
+    return (
+        f"hwtp serve: WARNING: listening on {host}, reachable from other machines, WITHOUT a token: anyone who "
+        f"can reach this port can use your simulators. Set one: export {var}=$(openssl rand -hex 32) "
+        f"(or --token-env NAME), and send 'Authorization: Bearer <token>'; or bind 127.0.0.1."
+    )
 
 
 @click.command("serve")
@@ -82,6 +100,13 @@ def _token(token_env: str | None) -> tuple[str | None, str | None]:
     help="Seconds a request may take (504 past it; under OpenRLHF's 180 s client timeout).",
 )
 @click.option(
+    "--read-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a client may take to send a request (headers and body); slower connections are closed.",
+)
+@click.option(
     "--threads", type=click.IntRange(1), default=2, show_default=True, help="Scoring threads (batches scored at once)."
 )
 @click.option(
@@ -103,6 +128,7 @@ def serve_command(
     concurrency: int,
     queue: int,
     request_timeout: float,
+    read_timeout: float,
     threads: int,
     log_level: str,
     executor: str,
@@ -161,6 +187,7 @@ def serve_command(
         concurrency=concurrency,
         queue=queue,
         request_timeout_s=request_timeout,
+        read_timeout_s=read_timeout,
         scoring_threads=threads,
     )
 
@@ -190,5 +217,7 @@ def serve_command(
             f"reward scheme {scheme.name})"
         )
 
-    server.run(app, sock, log_level=log_level, on_started=started)
+    if token is None and not _loopback(bound_host):
+        click.echo(_open_warning(shown), err=True)
+    server.run(app, sock, log_level=log_level, on_started=started, read_timeout=limits.read_timeout_s)
     click.echo("hwtp serve: stopped")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from hwtp.commands.options import design_options, read_stdin, resolve_design, trust_option
+from hwtp import outputs
+from hwtp.commands.options import OUTPUT_FILE, design_options, read_stdin, resolve_design, trust_option
 from hwtp.errors import EXIT_GATE, DesignError, PlanError, SimulationError
 from hwtp.plan import load_plan_file, parse_plan
 from hwtp.sim.backends import DEFAULT_BACKEND, backend_names
@@ -21,7 +22,7 @@ from hwtp.simulate import SimReport, simulate
 @click.option(
     "--json",
     "json_out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OUTPUT_FILE,
     help="Also write the report as JSON to this file ('-' for stdout).",
 )
 @click.option(
@@ -59,7 +60,7 @@ def sim(
         if str(json_out) == "-":
             click.echo(text)
         else:
-            json_out.write_text(text + "\n", encoding="utf-8")
+            outputs.write_text(json_out, text + "\n")
     if str(json_out) != "-":
         _print_report(report)
     if report.status == "error" and report.fault == "design":  # $finish, $fatal, a combinational loop

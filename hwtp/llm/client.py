@@ -50,7 +50,7 @@ from hwtp.llm.chat import (
     Usage,
     redact_url,
 )
-from hwtp.llm.retry import parse_retry_after, retry_delay
+from hwtp.llm.retry import parse_retry_after, retry_delay, wait_budget
 from hwtp.yamlio import clean_text
 
 log = logging.getLogger("hwtp.llm.client")
@@ -312,6 +312,7 @@ class ChatClient:
             body["n"] = n
         attempts = self.config.max_retries + 1
         last = "no attempt made"
+        budget = wait_budget(self.config)
         for attempt in range(attempts):
             try:
                 return await self._attempt(body, n)
@@ -319,15 +320,24 @@ class ChatClient:
                 last = exc.reason
                 if attempt + 1 == attempts:
                     break
-                delay = retry_delay(attempt, self.config, exc.retry_after, self._rng)
+                delay = retry_delay(attempt, self.config, exc.retry_after, self._rng, budget)
+                capped = ""
+                if exc.retry_after is not None and exc.retry_after > delay:
+                    capped = (
+                        f" (Retry-After {exc.retry_after:g} s capped: a request waits at most "
+                        f"{self.config.retry_after_max:g} s per retry and its --timeout, "
+                        f"{wait_budget(self.config):g} s, in all; {max(0.0, budget):g} s were left)"
+                    )
                 log.warning(
-                    "%s: %s; retry %d of %d in %.2f s",
+                    "%s: %s; retry %d of %d in %.2f s%s",
                     self._where,
                     last,
                     attempt + 1,
                     self.config.max_retries,
                     delay,
+                    capped,
                 )
+                budget -= delay
                 await self._sleep(delay)
         plural = "s" if attempts > 1 else ""
         raise PolicyError(f"{self._where}: gave up after {attempts} attempt{plural}; last error: {last}")

@@ -37,10 +37,23 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     return rng.uniform(0.0, min(cap, base * 2.0 ** min(attempt, 60)))
 
 
-def retry_delay(attempt: int, config: ClientConfig, retry_after: float | None, rng: random.Random) -> float:
-    """The wait before retry ``attempt + 1``: the backoff, but never less than ``Retry-After``
-    (itself capped at ``config.retry_after_max``)."""
+def retry_delay(
+    attempt: int, config: ClientConfig, retry_after: float | None, rng: random.Random, budget: float | None = None
+) -> float:
+    """The wait before retry ``attempt + 1``: the backoff, but never less than ``Retry-After``,
+    itself capped at ``config.retry_after_max`` per retry and at ``budget``, the seconds of
+    waiting the request has left (:func:`wait_budget`)."""
     delay = backoff_delay(attempt, config.backoff_base, config.backoff_max, rng)
     if retry_after is not None:
-        delay = max(delay, min(retry_after, config.retry_after_max))
+        asked = min(retry_after, config.retry_after_max)
+        if budget is not None:
+            asked = min(asked, max(0.0, budget))
+        delay = max(delay, asked)
     return delay
+
+
+def wait_budget(config: ClientConfig) -> float:
+    """Seconds one request may spend waiting between its attempts on ``Retry-After``: one
+    ``request_timeout`` (``--timeout``) in all, however many retries (``--retries``) it has; a
+    server asking for 100000 s costs at most that, never ``retries x retry_after_max``."""
+    return config.request_timeout

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -57,6 +58,9 @@ from hwtp.score import (
 )
 from hwtp.sim import warm
 from hwtp.sim.job import Limits
+from hwtp.yamlio import clean_text
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -354,13 +358,21 @@ def _pool(mutant_set: MutantSet, set_digest: str) -> warm.WarmPool:
 _CHUNK = 16
 
 
-def _plan_input(text: str, state: str, prompt: str | None) -> PlanInput:
+def _plan_input(text: Any, state: str, prompt: str | None) -> PlanInput:
+    """The plan of one completion, or an invalid input with the reason: whatever the completion
+    holds (not text, not Unicode, a plan that does not parse), it costs only its own reward."""
+    if not isinstance(text, str):
+        reason = f"completion: expected text, got {type(text).__name__}"
+        return PlanInput("x" + hashlib.sha256(reason.encode()).hexdigest()[:16], None, reason, state, "completion")
     response = response_text(text, prompt)
     plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
     try:
         plan = extract_plan(response, source="completion")
     except PlanError as exc:
-        return PlanInput(plan_id, None, str(exc), state, "completion")
+        return PlanInput(plan_id, None, clean_text(str(exc)), state, "completion")
+    except (ValueError, TypeError, RecursionError) as exc:  # never one item's fault to fail a batch
+        _log.warning("hwtp.rewards: a completion could not be read (%s: %s); scored invalid", type(exc).__name__, exc)
+        return PlanInput(plan_id, None, clean_text(f"completion: unreadable: {exc}"), state, "completion")
     if is_example(plan, prompt):
         return PlanInput(plan_id, None, "completion: the plan is the prompt's format example, not an answer", state)
     # the plan's id is its tests' content: completions that differ only in prose simulate once
@@ -474,17 +486,18 @@ def score_completions(
     """Rewards of (ground truth, completion) pairs, in order.
 
     ``completion`` is the response text (special tokens at its end are ignored); when it may
-    start with its prompt, pass the prompts (one per item) so that the prompt is cut. A ground
-    truth that is malformed or names a mutant set not in the configured folders (or whose hash
-    differs) raises :class:`~hwtp.errors.RewardError`.
+    start with its prompt, pass the prompts (one per item) so that the prompt is cut. A
+    completion that cannot be read (not text, not Unicode such as a lone surrogate, no plan)
+    costs only its own reward: outcome ``invalid``, the invalid level, the reason in ``detail``.
+    A ground truth that is malformed or names a mutant set not in the configured folders (or
+    whose hash differs) raises :class:`~hwtp.errors.RewardError`: a dataset or configuration
+    fault, never turned into a reward.
     """
     if prompts is not None and len(prompts) != len(items):
         raise RewardError(f"{len(prompts)} prompts for {len(items)} completions")
     groups: dict[tuple[str, str], list[tuple[int, GroundTruth, str, str | None]]] = {}
     for i, (raw, text) in enumerate(items):
         truth = parse_truth(raw)
-        if not isinstance(text, str):
-            raise RewardError(f"completion {i} is {type(text).__name__}, not text")
         prompt = prompts[i] if prompts is not None else None
         groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
     sets = {key: find_mutant_set(members[0][1]) for key, members in groups.items()}  # all found before any work

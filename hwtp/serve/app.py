@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -19,7 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -128,6 +129,10 @@ def create_app(
                 response = _error(422, str(exc))
             except (TimeoutError, asyncio.TimeoutError):
                 response = _error(504, f"request exceeded its time limit of {limits.request_timeout_s:g} s")
+            except ClientDisconnect:  # the client went away while sending its body: nobody to answer
+                _log.info("hwtp serve: %s: the client disconnected before its request was read", route)
+                metrics.reject("disconnected")
+                response = _error(400, "client disconnected")
             except HwtpError as exc:
                 response = _error(500, f"scoring failed: {exc}")
             except Exception:
@@ -143,13 +148,13 @@ def create_app(
         parsed = protocol.parse_reward(await read_json(request), limits.max_items)
         items = protocol.reward_items(parsed)
         results = await scored(items, deadline) if items else []
-        return JSONResponse(protocol.reward_response(results))
+        return _JSON(protocol.reward_response(results))
 
     async def verify(request: Request) -> Response:
         deadline = time.monotonic() + limits.request_timeout_s
         body, item = protocol.parse_verify(await read_json(request))
         (result,) = await scored([item], deadline)
-        return JSONResponse(protocol.verify_response(body, result))
+        return _JSON(protocol.verify_response(body, result))
 
     def nemo_gym_route(answer: Callable[[Any], dict[str, Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def route(request: Request) -> Response:
@@ -196,5 +201,13 @@ def create_app(
     return app
 
 
+class _JSON(JSONResponse):
+    """JSON with non-ASCII escaped: a body echoed back may hold text that is not Unicode (a lone
+    surrogate, ``"\\ud800"``), which JSON can carry escaped but UTF-8 cannot encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+    return _JSON({"error": message}, status_code=status, headers=headers)

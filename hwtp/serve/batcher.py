@@ -6,9 +6,10 @@ thread is busy wait together; the next free thread takes all of them at once (up
 ``max_batch_items``) in one call of :func:`hwtp.rewards.score_completions`, which groups the
 work per design and mutant set on the warm pools. A lone request never waits for company.
 
-One request's bad ground truth must not fail the requests batched with it: a batch that the core
-refuses (:class:`~hwtp.errors.RewardError`) is scored again request by request, so the error
-reaches only the request it belongs to.
+One request must not fail the requests batched with it: a batch that the core refuses (a bad
+ground truth, :class:`~hwtp.errors.RewardError`) or fails on is scored again request by request,
+so the error reaches only the request it belongs to. (A completion the core cannot read is never
+such an error: it is scored ``invalid`` on its own.)
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from hwtp.errors import RewardError
 from hwtp.rewards import RewardResult
 from hwtp.serve.metrics import Metrics
 from hwtp.serve.protocol import Item
@@ -91,7 +91,7 @@ class Batcher:
             items = [item for job in batch for item in job.items]
             try:
                 results = await loop.run_in_executor(self._executor, self._scored, items)
-            except RewardError as exc:
+            except Exception as exc:
                 if len(batch) == 1:
                     _fail(batch[0], exc)
                     return
@@ -100,10 +100,6 @@ class Batcher:
                         _resolve(job, await loop.run_in_executor(self._executor, self._scored, job.items))
                     except Exception as job_exc:
                         _fail(job, job_exc)
-                return
-            except Exception as exc:
-                for job in batch:
-                    _fail(job, exc)
                 return
             start = 0
             for job in batch:

@@ -30,6 +30,8 @@ class ServeLimits:
     concurrency: int = 8
     queue: int = 64
     request_timeout_s: float = REQUEST_TIMEOUT_S
+    #: Seconds a client may take to send one request, headers and body (slow clients are cut off).
+    read_timeout_s: float = 30.0
     retry_after_s: int = 1
     #: Items merged into one call of the scoring core when concurrent requests wait together.
     max_batch_items: int = 512
@@ -43,8 +45,9 @@ class ServeLimits:
                 raise ValueError(f"{name} must be at least 1")
         if self.queue < 0:
             raise ValueError("queue must be 0 or more")
-        if self.request_timeout_s <= 0:
-            raise ValueError("request_timeout_s must be positive")
+        for name in ("request_timeout_s", "read_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
 
 
 class Busy(Exception):

@@ -53,6 +53,8 @@ def decode_json(body: bytes) -> Any:
         raise RequestError(400, f"body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise RequestError(400, "body is not JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise RequestError(400, f"body is not accepted JSON: {str(exc).split(';')[0]}") from None
 
 
 def _object(data: Any, what: str) -> Mapping[str, Any]:
