@@ -64,6 +64,48 @@ def write_sources(folder: Path, sources: Sequence[SourceFile], headers: Sequence
     return out
 
 
+@dataclass(frozen=True)
+class Preprocessed:
+    """What a simulator's preprocessor made of a build's sources: the text its compiler parses
+    (with `` `line `` directives where the preprocessor writes them) and every file an
+    `` `include `` read (relative to the sources' folder, or absolute when it is outside it)."""
+
+    text: str
+    includes: tuple[str, ...]
+
+
+def _preprocess(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
+                environ: dict[str, str], outputs: Sequence[str] = ()) -> tuple[str, dict[str, str]]:
+    """Run the preprocessor ``argv`` + the sources' paths where :func:`write_sources` put them
+    (as a build does); its standard output, and the text of the files named in ``outputs``.
+    A failure is the design's (:class:`DesignError`, paths relative to the sources' folder)."""
+    with procs.tempdir("pp") as tmp:
+        paths = [str(p) for p in write_sources(Path(tmp), sources, options.headers)]
+        try:
+            out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
+                            env=environ, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            raise DesignError(f"the {what} preprocessor did not finish within {_LINT_TIMEOUT_S} s") from None
+        files = {name: (Path(tmp) / name).read_text(encoding="utf-8", errors="replace")
+                 for name in outputs if (Path(tmp) / name).is_file()}
+    if out.returncode != 0:
+        lines = [ln for ln in (out.stderr + out.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if "rror" in ln), lines[0] if lines else "failed")
+        raise DesignError(f"{what} preprocessor: {_relative(first.strip(), tmp)}")
+    return out.stdout, files
+
+
+def _relative(text: str, tmp: str) -> str:
+    """``text`` with the temporary folder and :data:`SOURCE_DIR` taken off the paths it names."""
+    return re.sub(rf"(?<![\w./-]){SOURCE_DIR}/", "", text.replace(f"{tmp}/", ""))
+
+
+def source_path(name: str) -> str:
+    """A path as a preprocessor run in a build's folder names it, as the sources' folder does
+    (``src/rtl/t.v`` -> ``rtl/t.v``); a path outside the sources' folder is returned as it is."""
+    return name[len(SOURCE_DIR) + 1:] if name.startswith(f"{SOURCE_DIR}/") else name
+
+
 class Backend(Protocol):
     """What every simulator backend provides."""
 
@@ -84,6 +126,10 @@ class Backend(Protocol):
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         """None when the simulator accepts ``sources`` with top ``top`` (warnings are not
         fatal), else the first error, with paths relative to the sources' folder."""
+
+    def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
+        """``sources`` through this simulator's own preprocessor, with the flags, defines and
+        include folders of a build: the text its compiler parses (what :mod:`hwtp.trust` checks)."""
 
     def probe(self) -> Probe:
         """What ``hwtp doctor`` says about this backend."""
@@ -158,7 +204,14 @@ def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], opt
         return None
     errors = [ln for ln in (out.stderr + out.stdout).splitlines() if error.search(ln)]
     first = errors[0].strip() if errors else f"{what} lint failed"
-    return re.sub(rf"(?<![\w./-]){SOURCE_DIR}/", "", first.replace(f"{tmp}/", ""))
+    return _relative(first, tmp)
+
+
+#: The flags of every Verilator build that are not about its output (the preprocessor gets them too).
+_VERILATOR_FLAGS = ("--timescale", "1ns/1ps", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
+                    "--x-initial", "0")
+#: `` `line N "FILE" LEVEL ``: Verilator's preprocessor marks where its output comes from (level 1: an include starts).
+_LINE = re.compile(r'^`line\s+\d+\s+"((?:\\.|[^"\\])*)"\s+1\s*$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -181,6 +234,14 @@ class VerilatorBackend:
                 *self.arguments(top, options)]
         return _run_lint("Verilator", argv, sources, options, toolchain.simulator_environment(tool),
                          re.compile("%Error"))
+
+    def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
+        tool = toolchain.find_verilator()
+        argv = [str(tool.executable), "-E", "--top-module", top, *_VERILATOR_FLAGS, *self.arguments(top, options)]
+        text, _ = _preprocess("Verilator", argv, sources, options, toolchain.simulator_environment(tool))
+        own = {f"{SOURCE_DIR}/{s.path}" for s in sources}
+        included = dict.fromkeys(m.group(1) for m in _LINE.finditer(text) if m.group(1) not in own)
+        return Preprocessed(text, tuple(source_path(name) for name in included))
 
     def probe(self) -> Probe:
         try:
@@ -208,15 +269,7 @@ class VerilatorBackend:
             top,
             "-LDFLAGS",
             f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
-            "--timescale",
-            "1ns/1ps",
-            "-Wno-fatal",
-            "-Wno-lint",
-            "-Wno-style",
-            "--x-assign",
-            "0",
-            "--x-initial",
-            "0",
+            *_VERILATOR_FLAGS,
             *self.arguments(top, options),
             str(cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"),
             *(str(s) for s in sources),
@@ -288,6 +341,14 @@ class IcarusBackend:
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         argv = [self._exe("iverilog"), "-g2012", "-t", "null", "-s", top, *self.arguments(top, options)]
         return _run_lint("Icarus", argv, sources, options, env.base_environment(), re.compile(r"error", re.IGNORECASE))
+
+    def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
+        deps = "includes.txt"
+        argv = [self._exe("iverilog"), "-g2012", "-E", "-o", "-", f"-Minclude={deps}", "-s", top,
+                *self.arguments(top, options)]
+        text, files = _preprocess("Icarus", argv, sources, options, env.base_environment(), [deps])
+        included = dict.fromkeys(ln.strip() for ln in files.get(deps, "").splitlines() if ln.strip())
+        return Preprocessed(text, tuple(source_path(name) for name in included))
 
     def probe(self) -> Probe:
         try:

@@ -223,7 +223,7 @@ def _examine(candidate: Candidate, config: ImportConfig, texts: list[str], ident
     if not any(p.direction == "output" for p in ports):
         raise Rejected(Reason.NO_OUTPUTS, f"module {top} has no outputs: nothing a plan could check")
     try:
-        check_trusted(sources, Path(candidate.origin))
+        check_trusted(sources, Path(candidate.origin), top)
     except DesignError as exc:
         raise Rejected(Reason.UNTRUSTED, str(exc)) from exc
     clock, reset = _controls(candidate, ports)
