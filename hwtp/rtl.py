@@ -14,6 +14,7 @@ headers on disk once, when a configuration is loaded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -27,12 +28,25 @@ Direction = Literal["input", "output", "inout"]
 _DIRECTIONS = {"In": "input", "Out": "output", "InOut": "inout"}
 
 
+#: Characters a build cannot take in a file name: Verilator's generated makefile splits names
+#: at white space and gives the others meaning.
+_UNBUILDABLE_NAME = re.compile(r"""[\s#$:;=%*?\[\]"'\\`|&<>(){}]""")
+
+
 @dataclass(frozen=True)
 class SourceFile:
-    """One RTL source: its path relative to the design folder, and its text."""
+    """One RTL source: its path relative to the design folder, and its text. A path that a
+    build cannot take (white space, ``#``, ``$``, quotes...) is refused here, where every
+    source is made (:class:`DesignError`, exit 2, naming the file)."""
 
     path: str
     text: str
+
+    def __post_init__(self) -> None:
+        bad = _UNBUILDABLE_NAME.search(self.path)
+        if bad:
+            raise DesignError(f"{self.path}: a source file name with {bad.group()!r} cannot be built (the "
+                              f"simulator's makefile splits or interprets it); rename the file")
 
 
 @dataclass(frozen=True)

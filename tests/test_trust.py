@@ -226,3 +226,35 @@ def test_every_entry_point_refuses(tmp_path: Path, run_cli: Run) -> None:
     code, _o, err = run_cli("score", mutdir, "--plans", plans, "--json", tmp_path / "s.json")
     assert code == 2 and "$system runs a shell command" in err, err
     assert not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.sim
+def test_a_mutant_id_cannot_name_a_path(tmp_path: Path, run_cli: Run) -> None:
+    """A mutant id ``../esc`` in mutants.json made ``hwtp plan`` write outside -o."""
+    design = tmp_path / "c.v"
+    design.write_text(rtl(""))
+    mutdir = tmp_path / "m"
+    assert run_cli("mutate", design, "-o", mutdir, "-n", "2", "--clock", "none")[0] == 0
+    data = json.loads((mutdir / "mutants.json").read_text())
+    data["mutants"][0]["id"] = "../esc"
+    (mutdir / "mutants.json").write_text(json.dumps(data))
+    code, _o, err = run_cli("plan", mutdir, "-G", "1", "-o", tmp_path / "plans" / "out")
+    assert code == 2 and "mutants[0].id: '../esc' is not a mutant id" in err and "Traceback" not in err
+    assert not (tmp_path / "plans" / "esc").exists() and not (tmp_path / "plans").exists()
+
+
+@pytest.mark.parametrize("name", ["my design.v", "a#b.v", "x$y.v"])
+def test_a_source_name_a_build_cannot_take_is_refused(tmp_path: Path, run_cli: Run, name: str) -> None:
+    """A file name with a space failed in make (exit 3): refused before any build (exit 2)."""
+    design = tmp_path / name
+    design.write_text(rtl(""))
+    plan = tmp_path / "p.yaml"
+    plan.write_text(PLAN)
+    code, _o, err = run_cli("sim", design, plan, "--clock", "none")
+    assert code == 2 and f"{name}: a source file name with" in err and "rename the file" in err, err
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / name).write_text(rtl(""))
+    (folder / "design.yaml").write_text(f"name: t\ntop: t\nsources: ['{name}']\n")
+    code, _o, err = run_cli("sim", folder, plan)
+    assert code == 2 and "cannot be built" in err and "Traceback" not in err, err

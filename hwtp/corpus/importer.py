@@ -197,7 +197,10 @@ def examine(candidate: Candidate, config: ImportConfig) -> Examined:
 
 
 def _examine(candidate: Candidate, config: ImportConfig, texts: list[str], identity: str) -> Examined:
-    sources = tuple(SourceFile(rel, text) for rel, text in zip(_source_names(candidate.rtl), texts, strict=True))
+    try:
+        sources = tuple(SourceFile(rel, text) for rel, text in zip(_source_names(candidate.rtl), texts, strict=True))
+    except DesignError as exc:
+        raise Rejected(Reason.INPUT, str(exc)) from exc
     spec = candidate.spec_text or (_read(candidate.spec) if candidate.spec is not None else "")
     if config.require_spec and not spec.strip():
         raise Rejected(Reason.INPUT, "no spec (--require-spec)")
