@@ -384,3 +384,25 @@ def test_mutate_on_a_design_that_stops_the_simulator_is_bad_input(
     assert code == 2 and "Traceback" not in err, err
     assert "the design stopped the simulator" in err and message in err
     assert time.monotonic() - start < 120  # no process restarted per evaluation
+
+
+def test_ctrl_c_kills_the_children_before_anything_waits_for_them(tmp_path: Path) -> None:
+    """A ``finally`` that joins a child still running (a hung simulator) must not hold Ctrl-C
+    up: the signal handler kills every child process before the interrupt unwinds."""
+    marker = f"hwtp-ctrl-c-{os.getpid()}-{tmp_path.name}"
+    script = (
+        "import sys, time\nfrom hwtp import cli\nfrom hwtp.sim import procs\n\n"
+        "@cli.cli.command('hang-for-test')\ndef hang():\n"
+        f"    proc = procs.spawn(['sh', '-c', 'sleep 120', '{marker}'])\n"
+        "    try:\n        print('ready', flush=True)\n        time.sleep(120)\n"
+        "    finally:\n        proc.wait()  # a join on a child that never ends by itself\n\n"
+        "sys.argv = ['hwtp', 'hang-for-test']\nsys.exit(cli.main())\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    seconds, err = interrupt(proc)
+    print(f"measured: stopped {seconds:.2f} s after SIGINT with a join on a running child")
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert seconds < 10, f"stopped {seconds:.2f} s after SIGINT"  # the child would have held it 120 s
+    assert referencing(marker) == []
