@@ -398,8 +398,9 @@ def test_ctrl_c_kills_the_children_before_anything_waits_for_them(tmp_path: Path
         "    finally:\n        proc.wait()  # a join on a child that never ends by itself\n\n"
         "sys.argv = ['hwtp', 'hang-for-test']\nsys.exit(cli.main())\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     seconds, err = interrupt(proc)
     print(f"measured: stopped {seconds:.2f} s after SIGINT with a join on a running child")
