@@ -74,20 +74,32 @@ class Preprocessed:
     includes: tuple[str, ...]
 
 
-def _preprocess(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
-                environ: dict[str, str], outputs: Sequence[str] = ()) -> tuple[str, dict[str, str]]:
-    """Run the preprocessor ``argv`` + the sources' paths where :func:`write_sources` put them
-    (as a build does); its standard output, and the text of the files named in ``outputs``.
-    A failure is the design's (:class:`DesignError`, paths relative to the sources' folder)."""
-    with procs.tempdir("pp") as tmp:
+def _run_on_sources(kind: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
+                    environ: dict[str, str], outputs: Sequence[str] = ()
+                    ) -> tuple[subprocess.CompletedProcess[str] | None, str, dict[str, str]]:
+    """Write ``sources`` (and the headers of ``options``) to a temporary folder as a build has
+    them and run ``argv`` + their paths there: its result (None after :data:`_LINT_TIMEOUT_S`),
+    the folder it ran in (for messages; gone by now) and the text of the files named in ``outputs``."""
+    with procs.tempdir(kind) as tmp:
         paths = [str(p) for p in write_sources(Path(tmp), sources, options.headers)]
         try:
             out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
                             env=environ, cwd=tmp)
         except subprocess.TimeoutExpired:
-            raise DesignError(f"the {what} preprocessor did not finish within {_LINT_TIMEOUT_S} s") from None
+            return None, tmp, {}
         files = {name: (Path(tmp) / name).read_text(encoding="utf-8", errors="replace")
                  for name in outputs if (Path(tmp) / name).is_file()}
+    return out, tmp, files
+
+
+def _preprocess(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
+                environ: dict[str, str], outputs: Sequence[str] = ()) -> tuple[str, dict[str, str]]:
+    """Run the preprocessor ``argv`` on the sources as a build has them: its standard output,
+    and the text of the files named in ``outputs``. A failure is the design's
+    (:class:`DesignError`, paths relative to the sources' folder)."""
+    out, tmp, files = _run_on_sources("pp", argv, sources, options, environ, outputs)
+    if out is None:
+        raise DesignError(f"the {what} preprocessor did not finish within {_LINT_TIMEOUT_S} s")
     if out.returncode != 0:
         lines = [ln for ln in (out.stderr + out.stdout).splitlines() if ln.strip()]
         first = next((ln for ln in lines if "rror" in ln), lines[0] if lines else "failed")
@@ -190,16 +202,11 @@ def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Pa
 
 def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
               environ: dict[str, str], error: re.Pattern[str]) -> str | None:
-    """Write ``sources`` (and the headers of ``options``) to a temporary folder as a build has
-    them, run ``argv`` + their paths there, and return None when it exits 0, else its first line
-    matching ``error`` (paths made relative)."""
-    with procs.tempdir("lint") as tmp:
-        paths = [str(p) for p in write_sources(Path(tmp), sources, options.headers)]
-        try:
-            out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
-                            env=environ, cwd=tmp)
-        except subprocess.TimeoutExpired:
-            return f"{what} lint did not finish within {_LINT_TIMEOUT_S} s"
+    """Run ``argv`` on the sources as a build has them (:func:`_run_on_sources`) and return
+    None when it exits 0, else its first line matching ``error`` (paths made relative)."""
+    out, tmp, _ = _run_on_sources("lint", argv, sources, options, environ)
+    if out is None:
+        return f"{what} lint did not finish within {_LINT_TIMEOUT_S} s"
     if out.returncode == 0:
         return None
     errors = [ln for ln in (out.stderr + out.stdout).splitlines() if error.search(ln)]
