@@ -13,8 +13,12 @@ from the configuration and every `` `include `` count. In that text it refuses:
   (`` `systemc_header ``... `` `verilog ``, `` `verilator_config ``, `` `pragma protect ``,
   `` `protect ``) and every ``/*verilator ...*/`` metacomment not in :data:`METACOMMENTS`;
 - an `` `include `` of a file that is not one of the design's own files (an absolute path, or
-  one that leaves the design folder): the build would read a file its cache key and this
-  check never saw.
+  one that leaves the design folder), even for trusted RTL;
+- build arguments that bring in code or files the preprocessed text does not hold (C++
+  files, compiler and linker flags, library folders, argument files, VPI modules).
+
+:func:`check` returns the digest of the preprocessed text, which the build cache's key holds:
+every file the compiler reads is in the key.
 
 Text is read with a small lexer (strings, comments and escaped identifiers are not code);
 :func:`check` is called by design loading (:func:`hwtp.design.check_trusted`) and by every
@@ -111,6 +115,15 @@ METACOMMENTS = frozenset(
         "tracing_on",
         "trace_init_task",
     }
+)
+
+#: Build arguments (``build.args``) that bring in code or files the preprocessor's text does
+#: not hold: C++ sources and compiler or linker flags for the model, library folders searched
+#: only at elaboration, argument files and Icarus's VPI modules.
+_ESCAPING_ARG = re.compile(
+    r"^(?:-CFLAGS|-LDFLAGS|-LDLIBS|--compiler|--compiler-include|-MAKEFLAGS|--make|--build|--exe|-f|-F"
+    r"|-y.*|-c.*|-m.*|-L.*)$"
+    r"|\.(?:c|cc|cpp|cxx|c\+\+|h|hpp|o|a|so|dylib|vpi)$"
 )
 
 _TOKEN = re.compile(
@@ -215,7 +228,7 @@ def scan(text: str) -> list[Finding]:
     return found
 
 
-_checked: dict[str, None] = {}
+_checked: dict[str, str] = {}
 _checked_lock = threading.Lock()
 
 
@@ -269,17 +282,25 @@ def check(
     options: BuildOptions = NO_OPTIONS,
     root: str | None = None,
     allow_escapes: bool = False,
-) -> None:
+) -> str:
     """Raise :class:`DesignError` naming file:line, the construct and why, when what
     ``backend`` compiles of ``sources`` leaves the simulation or includes a file from outside
     the design (see the module's docstring). ``allow_escapes`` (``--allow-system-tasks``):
     only the includes are refused. ``root``: the design folder, prefixed to relative paths in
-    the message. A check of the same text, flags and backend is done once per process."""
+    the message. Returns the sha256 of the text the compiler parses (every file it reads:
+    the build cache's key holds it). A check of the same text, flags and backend is done once
+    per process."""
     key = _memo_key(backend, sources, top, options) + ("-allow" if allow_escapes else "")
     with _checked_lock:
         if key in _checked:
-            return
-    _pre, found = findings(backend, sources, top, options)
+            return _checked[key]
+    arguments = [arg for arg in options.args if _ESCAPING_ARG.search(arg)]
+    if arguments and not allow_escapes:  # refused before the preprocessor runs with them
+        raise DesignError(
+            f"(build.args): {arguments[0]} brings code or files into the build that the check cannot read: hwtp "
+            f"refuses it unless you trust this build (--allow-system-tasks or {env.ALLOW_SYSTEM_TASKS_VAR}=1)"
+        )
+    pre, found = findings(backend, sources, top, options)
     found = [f for f in found if not (allow_escapes and f.escapes)]
     if found:
         first = found[0]
@@ -296,5 +317,7 @@ def check(
             f"runs commands or host code, writes files or reads files outside the design; if you trust this "
             f"design, pass --allow-system-tasks or set {env.ALLOW_SYSTEM_TASKS_VAR}=1"
         )
+    digest = hashlib.sha256(pre.text.encode()).hexdigest()
     with _checked_lock:
-        _checked[key] = None
+        _checked[key] = digest
+    return digest

