@@ -134,8 +134,17 @@ def test_configured_defines_arguments_and_headers_count(tmp_path: Path) -> None:
             check_trusted(src, tmp_path, "t", options)
 
 
-@pytest.mark.parametrize("args", [("-CFLAGS", "-include /tmp/x.h"), ("-LDFLAGS", "-lx"), ("evil.cpp",), ("-y", "lib"),
-                                  ("-f", "more.f"), ("-mmyvpi",)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-CFLAGS", "-include /tmp/x.h"),
+        ("-LDFLAGS", "-lx"),
+        ("evil.cpp",),
+        ("-y", "lib"),
+        ("-f", "more.f"),
+        ("-mmyvpi",),
+    ],
+)
 def test_build_arguments_that_bring_code_in_are_refused(tmp_path: Path, args: tuple[str, ...]) -> None:
     options = BuildOptions(args=args)
     with pytest.raises(DesignError, match=r"^\(build\.args\): .* brings code or files into the build"):
@@ -145,23 +154,22 @@ def test_build_arguments_that_bring_code_in_are_refused(tmp_path: Path, args: tu
 def test_the_build_key_holds_what_the_preprocessor_read(tmp_path: Path) -> None:
     """A file a build reads through its arguments (``-v lib.v``) is in its key: changing it is
     a new build, never a stale "cached build" (which a key of the sources alone gave)."""
+    from hwtp import trust
     from hwtp.sim.backends import get_backend
-    from hwtp.trust import check
 
     lib = tmp_path / "lib.v"
     lib.write_text("module lib(output wire [3:0] y); assign y = 4'd1; endmodule\n")
     options = BuildOptions(args=("-v", str(lib)))
     sources = (SourceFile("t.v", rtl("")),)
     verilator = get_backend("verilator")
-    first = check(verilator, sources, "t", options)
+    first = trust.check(verilator, sources, "t", options)
     lib.write_text("module lib(output wire [3:0] y); assign y = 4'd2; endmodule\n")
-    trust_memo_cleared = __import__("hwtp.trust", fromlist=["_checked"])._checked
-    trust_memo_cleared.clear()  # a new process: nothing remembered
-    assert check(verilator, sources, "t", options) != first
+    trust._checked.clear()  # as a new process: nothing remembered
+    assert trust.check(verilator, sources, "t", options) != first
     lib.write_text('module lib(output wire [3:0] y); initial $system("x"); assign y = 4\'d2; endmodule\n')
-    trust_memo_cleared.clear()
+    trust._checked.clear()
     with pytest.raises(DesignError, match=r"\$system runs a shell command"):
-        check(verilator, sources, "t", options)
+        trust.check(verilator, sources, "t", options)
 
 
 def test_timing_predefine_of_the_configured_flags(tmp_path: Path) -> None:
