@@ -165,7 +165,7 @@ def scan(text: str) -> list[Finding]:
     file: str | None = None
     line = 1
     out_line = 0  # the line of ``text`` the scan is on
-    pending_dpi = False
+    dpi = ""  # "import" or "export" just before: a string next is a DPI declaration
 
     def add(construct: str, why: str) -> None:
         found.append(Finding(file, line, construct, why, lines[min(out_line, len(lines) - 1)].strip()))
@@ -189,13 +189,13 @@ def scan(text: str) -> list[Finding]:
             continue
         if kind == "string":
             breaks = value.count("\n")  # a string continued with a backslash
-            if pending_dpi:
-                add(f"import {value}", "calls host C code (DPI)")
-            pending_dpi = False
+            if dpi:
+                add(f"{dpi} {value}", "calls host C code (DPI)" if dpi == "import" else "lets host C code in (DPI)")
+            dpi = ""
             line += breaks
             out_line += breaks
             continue
-        pending_dpi = kind == "word" and value in ("import", "export")
+        dpi = value if kind == "word" and value in ("import", "export") else ""
         if kind == "directive":
             name = value[1:]
             rest = text[match.end() : text.find("\n", match.end()) if "\n" in text[match.end() :] else len(text)]

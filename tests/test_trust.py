@@ -60,7 +60,7 @@ VERILATOR_BYPASSES = [
     (
         '`ifdef VERILATOR\n  export "DPI-C" function f;\n  function int f(); return 0; endfunction\n`endif\n',
         4,
-        'import "DPI-C"',
+        'export "DPI-C"',
     ),
     (
         '`ifdef VERILATOR\n`systemc_header\n#include <cstdlib>\nstatic int x = system("x");\n`verilog\n`endif\n',
