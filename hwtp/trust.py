@@ -251,7 +251,8 @@ def findings(
             None,
             0,
             f'`include "{name}"',
-            "reads a file outside the design folder (copy it into the folder and include it by a relative path)",
+            "reads a file outside the design folder, or by an absolute path (a design builds from its own files: "
+            "copy it into the folder and include it by a relative path)",
             "",
             escapes=False,
         )
