@@ -198,7 +198,8 @@ def scan(text: str) -> list[Finding]:
         dpi = value if kind == "word" and value in ("import", "export") else ""
         if kind == "directive":
             name = value[1:]
-            rest = text[match.end() : text.find("\n", match.end()) if "\n" in text[match.end() :] else len(text)]
+            end = text.find("\n", match.end())
+            rest = text[match.end() : end if end >= 0 else len(text)]
             if name == "line":
                 directive = _LINE_DIRECTIVE.match(rest)
                 if directive:  # the next line is line N of FILE
