@@ -230,6 +230,8 @@ def test_every_entry_point_refuses(tmp_path: Path, run_cli: Run) -> None:
     design.write_text(bad)
     code, _o, err = run_cli("mutate", design, "-o", tmp_path / "m", "--clock", "none")
     assert code == 2 and "$system" in err and not (tmp_path / "m").exists()
+    code, _o, err = run_cli("eval", design, "-o", tmp_path / "ev")
+    assert code == 2 and f"{design}:4: $system" in err and not (tmp_path / "ev").exists()
 
     corpus = tmp_path / "corpus" / "t"
     corpus.mkdir(parents=True)
