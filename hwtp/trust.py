@@ -15,7 +15,8 @@ from the configuration and every `` `include `` count. In that text it refuses:
 - an `` `include `` of a file that is not one of the design's own files (an absolute path, or
   one that leaves the design folder), even for trusted RTL;
 - build arguments that bring in code or files the preprocessed text does not hold (C++
-  files, compiler and linker flags, library folders, argument files, VPI modules).
+  files, compiler and linker flags, library folders, argument files, VPI modules:
+  :meth:`hwtp.sim.backends.Backend.opaque_arguments`).
 
 :func:`check` returns the digest of the preprocessed text, which the build cache's key holds:
 every file the compiler reads is in the key.
@@ -115,15 +116,6 @@ METACOMMENTS = frozenset(
         "tracing_on",
         "trace_init_task",
     }
-)
-
-#: Build arguments (``build.args``) that bring in code or files the preprocessor's text does
-#: not hold: C++ sources and compiler or linker flags for the model, library folders searched
-#: only at elaboration, argument files and Icarus's VPI modules.
-_ESCAPING_ARG = re.compile(
-    r"^(?:-CFLAGS|-LDFLAGS|-LDLIBS|--compiler|--compiler-include|-MAKEFLAGS|--make|--build|--exe|-f|-F"
-    r"|-y.*|-c.*|-m.*|-L.*)$"
-    r"|\.(?:c|cc|cpp|cxx|c\+\+|h|hpp|o|a|so|dylib|vpi)$"
 )
 
 _TOKEN = re.compile(
@@ -296,7 +288,7 @@ def check(
     with _checked_lock:
         if key in _checked:
             return _checked[key]
-    arguments = [arg for arg in options.args if _ESCAPING_ARG.search(arg)]
+    arguments = backend.opaque_arguments(options)
     if arguments and not allow_escapes:  # refused before the preprocessor runs with them
         raise DesignError(
             f"(build.args): {arguments[0]} brings code or files into the build that the check cannot read: hwtp "

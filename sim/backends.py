@@ -143,6 +143,10 @@ class Backend(Protocol):
         """``sources`` through this simulator's own preprocessor, with the flags, defines and
         include folders of a build: the text its compiler parses (what :mod:`hwtp.trust` checks)."""
 
+    def opaque_arguments(self, options: BuildOptions) -> list[str]:
+        """The arguments of ``options`` that bring code or files into the build which the
+        preprocessed text does not hold (C++ files and flags, library folders, argument files)."""
+
     def probe(self) -> Probe:
         """What ``hwtp doctor`` says about this backend."""
 
@@ -214,6 +218,22 @@ def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], opt
     return _relative(first, tmp)
 
 
+#: A file argument that is code for the C++ build or a simulator module, whatever the backend.
+_CODE_FILE = re.compile(r"\.(?:c|cc|cpp|cxx|c\+\+|h|hpp|o|a|so|dylib|vpi)$")
+#: Verilator arguments (one or two dashes) that bring code or files the preprocessor's text
+#: does not hold: C++ compiler and linker flags, its build and make steps, library folders
+#: searched only at elaboration, argument files. ``-v FILE`` is preprocessed like a source.
+_VERILATOR_OPAQUE = re.compile(
+    r"^--?(?:CFLAGS|LDFLAGS|LDLIBS|compiler|compiler-include|MAKEFLAGS|make|build|exe|y|f|F)$|^-y\S+$"
+)
+#: Icarus arguments that do: command files, library folders and files, VPI modules.
+_ICARUS_OPAQUE = re.compile(r"^-[cfylmL]")
+
+
+def _opaque(pattern: re.Pattern[str], options: BuildOptions) -> list[str]:
+    return [arg for arg in options.args if pattern.search(arg) or _CODE_FILE.search(arg)]
+
+
 #: The flags of every Verilator build that are not about its output (the preprocessor gets them too).
 _VERILATOR_FLAGS = ("--timescale", "1ns/1ps", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
                     "--x-initial", "0")
@@ -241,6 +261,9 @@ class VerilatorBackend:
                 *self.arguments(top, options)]
         return _run_lint("Verilator", argv, sources, options, toolchain.simulator_environment(tool),
                          re.compile("%Error"))
+
+    def opaque_arguments(self, options: BuildOptions) -> list[str]:
+        return _opaque(_VERILATOR_OPAQUE, options)
 
     def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
         tool = toolchain.find_verilator()
@@ -348,6 +371,9 @@ class IcarusBackend:
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         argv = [self._exe("iverilog"), "-g2012", "-t", "null", "-s", top, *self.arguments(top, options)]
         return _run_lint("Icarus", argv, sources, options, env.base_environment(), re.compile(r"error", re.IGNORECASE))
+
+    def opaque_arguments(self, options: BuildOptions) -> list[str]:
+        return _opaque(_ICARUS_OPAQUE, options)
 
     def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
         deps = "includes.txt"

@@ -142,7 +142,7 @@ def test_configured_defines_arguments_and_headers_count(tmp_path: Path) -> None:
         ("evil.cpp",),
         ("-y", "lib"),
         ("-f", "more.f"),
-        ("-mmyvpi",),
+        ("--exe",),
     ],
 )
 def test_build_arguments_that_bring_code_in_are_refused(tmp_path: Path, args: tuple[str, ...]) -> None:
