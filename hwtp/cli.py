@@ -6,6 +6,9 @@ messages and exit codes here, once (README, "Exit codes").
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -38,7 +41,19 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     verbose = "-v" in args or "--verbose" in args
     procs.reset()
-    previous = _on_sigterm()
+    previous = _on_signals()
+    try:
+        code = _main(args, verbose)
+    finally:
+        if previous is not None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    if argv is None and code in (130, 128 + signal.SIGTERM):
+        _leave(code)
+    return code
+
+
+def _main(args: list[str], verbose: bool) -> int:
     try:
         rv = cli.main(args=args, prog_name="hwtp", standalone_mode=False)
     except HwtpError as exc:
@@ -69,10 +84,19 @@ def main(argv: list[str] | None = None) -> int:
         procs.stop_all()
         click.echo("hwtp: terminated", err=True)
         return 128 + signal.SIGTERM
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     return rv if isinstance(rv, int) else 0
+
+
+def _leave(code: int) -> None:
+    """End an interrupted console command now: exit handlers run (warm pools close) and the
+    output is flushed, but Python's own shutdown is skipped. Its final garbage collection of
+    everything loaded takes 1-2 s on a busy machine; the children and temporary folders are
+    already gone when this runs."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 class _Terminated(BaseException):
@@ -80,14 +104,25 @@ class _Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    procs.stop_now()
     raise _Terminated
 
 
-def _on_sigterm() -> Any:
-    """Turn SIGTERM into :class:`_Terminated` in the main thread; returns the old handler."""
+def _raise_interrupt(signum: int, frame: object) -> None:
+    procs.stop_now()
+    raise KeyboardInterrupt
+
+
+def _on_signals() -> dict[int, Any] | None:
+    """In the main thread: Ctrl-C and SIGTERM kill every child process at once (in the handler,
+    so nothing that unwinds waits for one) and raise :class:`KeyboardInterrupt` /
+    :class:`_Terminated`; returns the old handlers."""
     if threading.current_thread() is not threading.main_thread():
         return None
-    return signal.signal(signal.SIGTERM, _raise_terminated)
+    old: dict[int, Any] = {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when Ctrl-C is ignored
+        old[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
+    return old
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from hwtp import env, yamlio
 from hwtp.errors import DesignError
-from hwtp.rtl import Port, SourceFile, elaborate, escaping_calls, module_names
+from hwtp.rtl import NO_OPTIONS, BuildOptions, Port, SourceFile, elaborate, module_names
 
 MANIFEST = "design.yaml"
 _MANIFEST_KEYS = {"name", "top", "sources", "spec", "clock", "reset", "description"}
@@ -309,24 +309,18 @@ def system_tasks_allowed() -> bool:
     return env.allow_system_tasks() if _allow_system_tasks is None else _allow_system_tasks
 
 
-def check_trusted(sources: tuple[SourceFile, ...], root: Path) -> None:
-    """Refuse RTL that runs commands or host code, or writes files, unless the user opted in.
+def check_trusted(sources: Sequence[SourceFile], root: Path, top: str, options: BuildOptions = NO_OPTIONS,
+                  simulator: str | None = None) -> None:
+    """Refuse RTL that runs commands or host code, writes files or includes files from outside
+    its folder, as ``simulator`` (default: the default backend) compiles it with ``options``;
+    escaping calls are allowed when the user opted in (:func:`system_tasks_allowed`).
+    The simulated RTL runs as the user; plans and LLM text are only data. See
+    :mod:`hwtp.trust` and the README's "Trust model"."""
+    from hwtp import trust  # hwtp.sim imports this module
+    from hwtp.sim.backends import DEFAULT_BACKEND, get_backend
 
-    The simulated RTL runs as the user; plans and LLM text are only data. See the README's
-    "Trust model".
-    """
-    if system_tasks_allowed():
-        return
-    calls = escaping_calls(sources)
-    if not calls:
-        return
-    file, line, name, why = calls[0]
-    path = Path(file) if Path(file).is_absolute() else root / file
-    more = f" (and {len(calls) - 1} more)" if len(calls) > 1 else ""
-    raise DesignError(
-        f"{path}:{line}: {name} {why}{more}: hwtp refuses RTL that runs commands or writes files; "
-        f"if you trust this design, pass --allow-system-tasks or set {env.ALLOW_SYSTEM_TASKS_VAR}=1"
-    )
+    backend = get_backend(simulator or DEFAULT_BACKEND)
+    trust.check(backend, sources, top, options, root=str(root), allow_escapes=system_tasks_allowed())
 
 
 def load_design(
@@ -398,7 +392,7 @@ def _load_folder(folder: Path, shipped: bool = False) -> Design:
     clock, reset = _controls(manifest_path, located, data)
     ports = _ports_or_error(sources, top, manifest_path, located)
     if not shipped:
-        check_trusted(sources, root)
+        check_trusted(sources, root, top)
     design = Design(name, top, root, sources, spec, clock, reset, ports, shipped)
     _check_control_ports(design, manifest_path)
     return design
@@ -472,7 +466,7 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
             raise DesignError(f"{path}: pass --top to choose the top module (modules: {listed})")
         top = names[0]
     ports = elaborate(sources, top)
-    check_trusted(sources, root)
+    check_trusted(sources, root, top)
     guessed_clock, guessed_reset = guess_controls(ports)
     clock = clock or guessed_clock
     if reset is None and clock is not None:  # a reset lasts clock cycles: none without a clock

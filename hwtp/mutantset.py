@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -48,6 +49,10 @@ class MutantClass(str, Enum):
     EQUIVALENT = "equivalent"  # semantics-preserving by construction, or proved by Yosys (``Mutant.proof``)
     NONTERMINATING = "nonterminating"  # its evaluation never ends within its budget (reason in ``Mutant.reason``)
 
+
+#: What a mutant id may be (``m0001``, ``spare0003``): a file name on every platform, since
+#: ``hwtp plan`` and ``hwtp score`` name folders and files after it; never ``golden``.
+_MUTANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 #: Class of a mutant whose evaluation never ends within its budget (reason in ``Mutant.reason``).
 NONTERMINATING = MutantClass.NONTERMINATING
@@ -311,6 +316,11 @@ def load(mutdir: Path) -> MutantSet:
         spares = tuple(Mutant.from_json(m) for m in data.get("spares", ()))
     except (ValueError, KeyError, TypeError) as exc:
         raise MutantError(f"{path}: malformed: {exc}") from exc
+    for key, group in (("mutants", mutants), ("spares", spares)):
+        for i, m in enumerate(group):
+            if not isinstance(m.id, str) or not _MUTANT_ID.match(m.id) or m.id == GOLDEN:
+                raise MutantError(f"{path}: {key}[{i}].id: {m.id!r} is not a mutant id (letters, digits, _ and -, "
+                                  f"as hwtp mutate writes them: m0001)")
     if data.get("design_hash") != design.content_hash:
         raise MutantError(f"{path}: design_hash does not match {mutdir / 'golden'} (edited by hand?)")
     witnesses = {p.stem: load_plan_file(p) for p in sorted((mutdir / "witnesses").glob("*.yaml"))}

@@ -28,12 +28,25 @@ Direction = Literal["input", "output", "inout"]
 _DIRECTIONS = {"In": "input", "Out": "output", "InOut": "inout"}
 
 
+#: Characters a build cannot take in a file name: Verilator's generated makefile splits names
+#: at white space and gives the others meaning.
+_UNBUILDABLE_NAME = re.compile(r"""[\s#$:;=%*?\[\]"'\\`|&<>(){}]""")
+
+
 @dataclass(frozen=True)
 class SourceFile:
-    """One RTL source: its path relative to the design folder, and its text."""
+    """One RTL source: its path relative to the design folder, and its text. A path that a
+    build cannot take (white space, ``#``, ``$``, quotes...) is refused here, where every
+    source is made (:class:`DesignError`, exit 2, naming the file)."""
 
     path: str
     text: str
+
+    def __post_init__(self) -> None:
+        bad = _UNBUILDABLE_NAME.search(self.path)
+        if bad:
+            raise DesignError(f"{self.path}: a source file name with {bad.group()!r} cannot be built (the "
+                              f"simulator's makefile splits or interprets it); rename the file")
 
 
 @dataclass(frozen=True)
@@ -218,51 +231,3 @@ def module_body_offsets(text: str, path: str = "source") -> list[int]:
     """Byte offsets just after each module header's ``;`` (where declarations may go)."""
     tree = pyslang.syntax.SyntaxTree.fromText(text, path)
     return [int(m.header.sourceRange.end.offset) for m in module_declarations(tree)]
-
-
-#: System tasks and functions through which RTL reaches outside the simulation: they run a
-#: command or host code, or create and write files. Reading files (``$readmemh``) and printing
-#: (``$display``, ``$fwrite`` to stdout) stay allowed; every file a design could write needs
-#: ``$fopen``, ``$writemem*`` or a waveform dump.
-ESCAPING_CALLS: dict[str, str] = {
-    "$system": "runs a shell command",
-    "$fopen": "opens a file (for writing)",
-    "$writememh": "writes a file",
-    "$writememb": "writes a file",
-    "$dumpfile": "writes a waveform file",
-    "$dumpvars": "writes a waveform file",
-    "$dumpports": "writes a waveform file",
-}
-_VERILATOR_C = re.compile(r"^\$c(?:pure)?\d*$")  # Verilator's $c(...): C++ pasted into the model
-
-
-def escaping_calls(sources: Sequence[SourceFile], options: BuildOptions = NO_OPTIONS
-                   ) -> list[tuple[str, int, str, str]]:
-    """Calls in the RTL that run commands or host code, or write files: (file, line, name, why).
-
-    Found on pyslang's syntax tree, so comments and strings never match and a call written
-    through a macro is reported at the line that uses the macro. DPI imports count as calls
-    (an imported C function such as libc's ``system`` runs as the user).
-    """
-    manager, trees = parse(sources, options)
-    found: list[tuple[str, int, str, str]] = []
-    system_identifier = pyslang.parsing.TokenKind.SystemIdentifier
-    dpi_import = pyslang.syntax.SyntaxKind.DPIImport
-
-    def where(loc: Any) -> tuple[str, int]:
-        loc = manager.getFullyExpandedLoc(loc)
-        return str(manager.getFileName(loc)), int(manager.getLineNumber(loc))
-
-    def visit(node: Any) -> None:
-        if isinstance(node, pyslang.parsing.Token):
-            if node.kind == system_identifier:
-                name = node.valueText
-                why = ESCAPING_CALLS.get(name) or ("runs C++ code" if _VERILATOR_C.match(name) else None)
-                if why:
-                    found.append((*where(node.location), name, why))
-        elif node.kind == dpi_import:
-            found.append((*where(node.sourceRange.start), 'import "DPI-C"', "calls host C code"))
-
-    for tree in trees:
-        tree.root.visit(visit)
-    return found

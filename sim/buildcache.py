@@ -1,7 +1,10 @@
 """The build cache: one simulator build per content hash, shared across runs and processes.
 
 The key covers the sources and headers (names and text), the top module, the build options
-(as the backend renders them) and the toolchain fingerprint. A build happens under an exclusive file
+(as the backend renders them) and the toolchain fingerprint. Every build is checked first by
+:func:`hwtp.trust.check` on what the backend's preprocessor makes of it, which also refuses an
+`` `include `` of any file that is not one of these headers: every file a build reads is in
+its key. A build happens under an exclusive file
 lock, in a private folder (``.tmp-PID-NAME-*`` next to the cache entries) that is renamed into place, in one
 atomic step, only once it is complete: a build folder in the cache is always finished, and
 an interrupted build leaves nothing another process would use or delete under a running
@@ -22,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hwtp import env
-from hwtp.design import SourceFile
+from hwtp import env, trust
+from hwtp.design import SourceFile, system_tasks_allowed
 from hwtp.outputs import cache_folder
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
@@ -43,9 +46,12 @@ class Build:
     seconds: float
 
 
-def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str:
+def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options: BuildOptions,
+              compiled: str = "") -> str:
+    """The cache key; ``compiled``: the digest of what the preprocessor made of the sources
+    (:func:`hwtp.trust.check`), which holds every file an include or a ``-v`` argument reads."""
     h = hashlib.sha256()
-    h.update(json.dumps([backend.fingerprint(), top, backend.arguments(top, options)]).encode())
+    h.update(json.dumps([backend.fingerprint(), top, backend.arguments(top, options), compiled]).encode())
     for src in sources:
         h.update(f"\0{src.path}\0{len(src.text)}\0".encode())
         h.update(src.text.encode())
@@ -65,9 +71,14 @@ def ensure_build(
     top: str,
     options: BuildOptions = NO_OPTIONS,
     root: Path | None = None,
+    allow_escapes: bool | None = None,
 ) -> Build:
-    """Return the build of ``sources``, building it unless the cache already has it."""
-    key = build_key(backend, sources, top, options)
+    """Return the build of ``sources``, building it unless the cache already has it; first
+    refuse what :func:`hwtp.trust.check` refuses (``allow_escapes``, by default
+    :func:`hwtp.design.system_tasks_allowed`: RTL that runs commands or writes files is built)."""
+    allowed = system_tasks_allowed() if allow_escapes is None else allow_escapes
+    compiled = trust.check(backend, sources, top, options, allow_escapes=allowed)
+    key = build_key(backend, sources, top, options, compiled)
     base = cache_folder((root or default_root()).expanduser().resolve())
     folder = base / f"{backend.name}-{key[:24]}"
     lock_path = base / f"{folder.name}.lock"

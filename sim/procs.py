@@ -13,7 +13,8 @@ as it does.
   :func:`run` is :func:`subprocess.run` on top of them; :func:`kill` ends a group early.
 - :func:`stop_all` (when the main thread is interrupted, or a thread of
   :func:`map_threads` fails) kills every live group and refuses new processes, so worker
-  threads wind down at once and no new simulator starts; :func:`check` raises
+  threads wind down at once and no new simulator starts (:func:`stop_now` does it from the
+  signal handler of Ctrl-C and SIGTERM, before anything unwinds); :func:`check` raises
   :class:`Interrupted` in a thread once that happened.
 
 Temporary folders carry hwtp's process id; those of dead hwtp processes are removed the next
@@ -129,6 +130,18 @@ def stop_all() -> None:
     for proc in live:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def stop_now() -> None:
+    """:func:`stop_all` for a signal handler: without the lock (the interrupted main thread may
+    hold it), so it may miss a process being started at that instant; :func:`stop_all`, called
+    again as the interrupt unwinds, kills that one. Killing at the signal, not after the
+    unwinding, is what stops hwtp at once: no ``finally`` waits for a simulator that still runs."""
+    _stop.set()
+    for proc in tuple(_live):
+        if proc.returncode is None:  # not reaped: its group is still ours
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
 
 

@@ -161,16 +161,16 @@ def test_rtl_escaping_the_simulation_is_refused(
 def test_comments_strings_and_macros_are_read_as_the_compiler_reads_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hwtp.rtl import escaping_calls
+    from hwtp.design import check_trusted
 
     monkeypatch.delenv("HWTP_ALLOW_SYSTEM_TASKS", raising=False)
-    calls = escaping_calls([SourceFile("t.v", ESCAPES)])
-    assert calls == [("t.v", 6, "$system", "runs a shell command")]  # the macro's use, not its text
+    with pytest.raises(DesignError, match=rf"{tmp_path}/t\.v:6: \$system runs a shell command"):
+        check_trusted([SourceFile("t.v", ESCAPES)], tmp_path, "t")  # the macro's use, not its text
     clean = ESCAPES.replace('    `RUN("touch pwned");\n', "")
-    assert escaping_calls([SourceFile("t.v", clean)]) == []
+    check_trusted([SourceFile("t.v", clean)], tmp_path, "t")
     for name in ("counter_en_load", "fifo_sync"):  # shipped designs
         design = load_design(name)
-        assert escaping_calls(design.sources) == []
+        check_trusted(design.sources, design.root, design.top)
 
 
 def test_allow_system_tasks_flag_is_per_command(tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,18 +70,22 @@ def wait_for(what: str, check: Callable[[], bool], proc: subprocess.Popen[str], 
             pytest.fail(f"hwtp ended before {what}: {proc.communicate()[1][-3000:]}")
         time.sleep(0.02)
     proc.kill()
+    proc.communicate()  # reaped, its pipes closed: no ResourceWarning in a later test's garbage collection
     pytest.fail(f"never saw {what}")
 
 
-def interrupt(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[float, str]:
-    """Signal ``proc`` (SIGINT); return the seconds it took to exit and its stderr."""
+def interrupt(proc: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 30) -> tuple[float, str]:
+    """Signal ``proc`` (SIGINT); return the seconds it took to exit and its stderr. When it
+    does not exit within ``timeout`` s it is killed and reaped (a Popen left running and
+    dropped warns "subprocess ... is still running" in whichever later test collects it)."""
     start = time.monotonic()
     proc.send_signal(sig)
     try:
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"did not stop within {timeout} s after signal {sig}: {err[-2000:]}")
     return time.monotonic() - start, err
 
 
@@ -384,3 +388,40 @@ def test_mutate_on_a_design_that_stops_the_simulator_is_bad_input(
     assert code == 2 and "Traceback" not in err, err
     assert "the design stopped the simulator" in err and message in err
     assert time.monotonic() - start < 120  # no process restarted per evaluation
+
+
+def test_ctrl_c_kills_the_children_before_anything_waits_for_them(tmp_path: Path) -> None:
+    """A ``finally`` that joins a child still running (a hung simulator) must not hold Ctrl-C
+    up: the signal handler kills every child process before the interrupt unwinds."""
+    marker = f"hwtp-ctrl-c-{os.getpid()}-{tmp_path.name}"
+    script = (
+        "import sys, time\nfrom hwtp import cli\nfrom hwtp.sim import procs\n\n"
+        "@cli.cli.command('hang-for-test')\ndef hang():\n"
+        f"    proc = procs.spawn(['sh', '-c', 'sleep 120', '{marker}'])\n"
+        "    try:\n        print('ready', flush=True)\n        time.sleep(120)\n"
+        "    finally:\n        proc.wait()  # a join on a child that never ends by itself\n\n"
+        "sys.argv = ['hwtp', 'hang-for-test']\nsys.exit(cli.main())\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    seconds, err = interrupt(proc)
+    print(f"measured: stopped {seconds:.2f} s after SIGINT with a join on a running child")
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert seconds < 10, f"stopped {seconds:.2f} s after SIGINT"  # the child would have held it 120 s
+    assert referencing(marker) == []
+
+
+def test_a_process_that_outlives_the_interrupt_wait_is_reaped() -> None:
+    """The helper above once killed such a process without reaping it or closing its pipes:
+    a later test (on the same xdist worker) then failed on the unraisable ResourceWarning."""
+    script = (
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None and proc.stdout.readline() == "ready\n"
+    with pytest.raises(pytest.fail.Exception, match=r"did not stop within 0\.5 s"):
+        interrupt(proc, timeout=0.5)
+    assert proc.returncode is not None and proc.stdout.closed and proc.stderr.closed

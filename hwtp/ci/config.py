@@ -145,7 +145,7 @@ class CiConfig:
             if "no module named" in str(exc):
                 raise DesignError(f"{self.source}: design.top: {exc}") from exc
             raise
-        check_trusted((*sources, *self.build.headers), self.root)
+        check_trusted(sources, self.root, self.top, self.build, self.simulator)
         clock, reset = self.clock, self.reset
         if clock is None and reset is None:  # not configured: only export-tests needs them
             clock, reset = guess_controls(ports, edge_signals(sources))

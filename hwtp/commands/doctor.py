@@ -32,7 +32,7 @@ def _timing() -> str:
     if proc.returncode == 0:
         return (
             "timing     ok: designs with # delays build with hwtp.yaml build.args "
-            "[--timing, -CFLAGS, -fcoroutines] (hwtp's default build has no --timing)"
+            "[--timing] (hwtp adds -fcoroutines; its default build has no --timing)"
         )
     return (
         f"timing     {compiler} has no C++20 coroutines (-fcoroutines): designs with # delays cannot be "

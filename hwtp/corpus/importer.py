@@ -222,7 +222,10 @@ def examine(candidate: Candidate, config: ImportConfig) -> Examined:
 
 
 def _examine(candidate: Candidate, config: ImportConfig, texts: list[str], identity: str) -> Examined:
-    sources = tuple(SourceFile(rel, text) for rel, text in zip(_source_names(candidate.rtl), texts, strict=True))
+    try:
+        sources = tuple(SourceFile(rel, text) for rel, text in zip(_source_names(candidate.rtl), texts, strict=True))
+    except DesignError as exc:
+        raise Rejected(Reason.INPUT, str(exc)) from exc
     spec = candidate.spec_text or (_read(candidate.spec) if candidate.spec is not None else "")
     if config.require_spec and not spec.strip():
         raise Rejected(Reason.INPUT, "no spec (--require-spec)")
@@ -248,7 +251,7 @@ def _examine(candidate: Candidate, config: ImportConfig, texts: list[str], ident
     if not any(p.direction == "output" for p in ports):
         raise Rejected(Reason.NO_OUTPUTS, f"module {top} has no outputs: nothing a plan could check")
     try:
-        check_trusted(sources, Path(candidate.origin))
+        check_trusted(sources, Path(candidate.origin), top)
     except DesignError as exc:
         raise Rejected(Reason.UNTRUSTED, str(exc)) from exc
     clock, reset = _controls(candidate, ports, sources)

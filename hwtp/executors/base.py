@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from hwtp.design import Design, SourceFile
+from hwtp.design import Design, SourceFile, system_tasks_allowed
 from hwtp.mutantset import MutantSet, probed_sources, schemata_sources
 from hwtp.sim.backends import NO_OPTIONS, get_backend
 from hwtp.sim.buildcache import Build, build_key, ensure_build
@@ -34,6 +34,8 @@ class Target:
     sources: tuple[SourceFile, ...]
     simulator: str = "verilator"
     cache_root: Path | None = None  # None: the node's own cache ($HWTP_CACHE_DIR or the default)
+    #: Whether the RTL may run commands or write files (--allow-system-tasks where the target was made).
+    allow_escapes: bool = field(default_factory=system_tasks_allowed)
 
     @functools.cached_property
     def key(self) -> str:
@@ -42,7 +44,8 @@ class Target:
 
     def build(self) -> Build:
         """The build in this machine's cache, made now unless it is there."""
-        return ensure_build(get_backend(self.simulator), self.sources, WRAPPER_TOP, root=self.cache_root)
+        return ensure_build(get_backend(self.simulator), self.sources, WRAPPER_TOP, root=self.cache_root,
+                            allow_escapes=self.allow_escapes)
 
 
 def schemata_target(
