@@ -12,7 +12,6 @@ measured (every arm and seed). Prints each rep's share, then mean and min..max.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import tempfile
@@ -47,12 +46,13 @@ def _measure(args: argparse.Namespace) -> list[tuple[str, float, float]]:
         tokenizer = build_tokenizer([s.prompt for s in data.states] + list(data.plans), ModelConfig().vocab)
         model = build_model(tokenizer, ModelConfig(), 0)
         train_sft(model, tokenizer, sft_rows([data], 8, 0), SFTConfig(steps=args.sft_steps), 0)
+        warm = root / "warm-start"
+        model.save_pretrained(warm)
         settings = GRPOSettings(steps=args.steps, prompts=args.prompts, generations=args.generations)
         arm = ARMS[-1]
         try:
             for rep in range(args.reps):
-                policy = copy.deepcopy(model)
-                trained = train_arm(policy, tokenizer, data.split("train"), arm, settings, rep, root / "trainer")
+                _, trained = train_arm(warm, tokenizer, data.split("train"), arm, settings, rep, root / "trainer")
                 out.append((f"rep {rep} {arm.name}", trained["reward_seconds"], trained["seconds"]))
         finally:
             hwtp.rewards.reset()

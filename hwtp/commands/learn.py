@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,6 +13,7 @@ from hwtp.errors import ConfigError
 
 #: --quick: one seed, few steps, two small designs.
 QUICK_DESIGNS = ("counter_en_load", "adder_carry")
+QUICK = {"steps": 20, "prompts": 4, "sft_steps": 200, "eval_samples": 2}
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -23,7 +25,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--designs", "more", multiple=True, help="More designs (comma-separated); same as the arguments.")
 @click.option("--held-out-design", multiple=True, help="Designs only evaluated, never trained on (comma-separated).")
 @click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Output folder.")
-@click.option("--steps", type=int, help="GRPO steps per arm and seed.  [default: 100; --quick 30]")
+@click.option("--steps", type=int, help="GRPO steps per arm and seed.  [default: 100; --quick 20]")
 @click.option("--seeds", default=None, help="Comma-separated seeds.  [default: 0,1,2; --quick 0]")
 @click.option("--quick", is_flag=True, help="One seed, few steps, two small designs, a shorter warm start.")
 @click.option("--sft-steps", type=int, help="Warm-start (SFT) steps.  [default: 300; --quick 200]")
@@ -31,8 +33,8 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--beta", type=float, help="KL coefficient to the warm start.  [default: 0.02]")
 @click.option("--temperature", type=float, help="Sampling temperature in training.  [default: 1.0]")
 @click.option("-G", "--generations", type=int, help="Completions per prompt.  [default: 8]")
-@click.option("--prompts", type=int, help="Prompts (states) per GRPO step.  [default: 8]")
-@click.option("--eval-samples", type=int, help="Plans per held-out state in evaluation.  [default: 4]")
+@click.option("--prompts", type=int, help="Prompts (states) per GRPO step.  [default: 8; --quick 4]")
+@click.option("--eval-samples", type=int, help="Plans per held-out state in evaluation.  [default: 4; --quick 2]")
 @click.option("--held-out", type=int, help="Held-out mutants per design.  [default: 16]")
 @click.option("--train-mutants", type=int, help="Training mutants per design.  [default: 12]")
 @click.option("--weak-plans", type=int, help="Weak plans per design for the warm start.  [default: 48]")
@@ -92,26 +94,20 @@ def learn_command(
     if generations is not None and generations < 2:
         raise ConfigError(f"-G {generations}: GRPO needs at least 2 completions per prompt")
     config = LearnConfig(designs=names, held_out_designs=_split(held_out_design), seeds=seed_list, workers=workers)
-    grpo = dataclasses.replace(
-        config.grpo,
-        **{
-            k: v
-            for k, v in {
-                "steps": steps if steps is not None else (30 if quick else None),
-                "lr": lr,
-                "beta": beta,
-                "temperature": temperature,
-                "generations": generations,
-                "prompts": prompts,
-                "max_completion": max_completion,
-            }.items()
-            if v is not None
-        },
-    )
-    sft = dataclasses.replace(config.sft, steps=sft_steps or (200 if quick else config.sft.steps))
+    given: dict[str, Any] = {
+        "steps": steps if steps is not None else (QUICK["steps"] if quick else None),
+        "lr": lr,
+        "beta": beta,
+        "temperature": temperature,
+        "generations": generations,
+        "prompts": prompts or (QUICK["prompts"] if quick else None),
+        "max_completion": max_completion,
+    }
+    grpo = dataclasses.replace(config.grpo, **{k: v for k, v in given.items() if v is not None})
+    sft = dataclasses.replace(config.sft, steps=sft_steps or (QUICK["sft_steps"] if quick else config.sft.steps))
     evaluation = dataclasses.replace(
         config.evaluation,
-        samples=eval_samples or config.evaluation.samples,
+        samples=eval_samples or (QUICK["eval_samples"] if quick else config.evaluation.samples),
         max_new_tokens=max_completion or config.evaluation.max_new_tokens,
     )
     data = dataclasses.replace(

@@ -7,7 +7,6 @@ that warm start with the same states, seed and budget and is evaluated again.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import platform
@@ -143,6 +142,9 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
             sft_seconds = time.perf_counter() - t0
             progress(f"seed {seed}: evaluating the warm start")
             before = _eval_all(model, tokenizer, splits, config.evaluation, seed)
+            warm = out / "warm-start" / f"seed-{seed}"
+            model.save_pretrained(warm)
+            tokenizer.save_pretrained(warm)
             entry: dict[str, Any] = {
                 "seed": seed,
                 "sft": {"rows": len(rows), "loss": losses, "seconds": sft_seconds},
@@ -151,8 +153,7 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
             }
             for arm in config.arms:
                 progress(f"seed {seed}: {arm.name} ({config.grpo.steps} steps)")
-                policy = copy.deepcopy(model)
-                trained = train_arm(policy, tokenizer, train_states, arm, config.grpo, seed, out / "trainer")
+                policy, trained = train_arm(warm, tokenizer, train_states, arm, config.grpo, seed, out / "trainer")
                 progress(f"seed {seed}: evaluating {arm.name}")
                 trained["after"] = _eval_all(policy, tokenizer, splits, config.evaluation, seed)
                 entry["arms"][arm.name] = trained

@@ -100,18 +100,20 @@ def _configure_scheme(arm: Arm) -> None:
 
 
 def train_arm(
-    model: Any,
+    warm_start: Path,
     tokenizer: Any,
     states: Sequence[State],
     arm: Arm,
     settings: GRPOSettings,
     seed: int,
     workdir: Path,
-) -> dict[str, Any]:
-    """Train ``model`` in place for ``settings.steps`` GRPO steps on ``states``; returns the
-    per-step log, the change of the parameters, and where the time went."""
+) -> tuple[Any, dict[str, Any]]:
+    """Train the model saved in ``warm_start`` (also the KL reference) for ``settings.steps``
+    GRPO steps on ``states``; returns the trained model and the per-step log, the change of
+    the parameters, and where the time went."""
     import datasets
     import torch
+    from transformers import PrinterCallback
     from trl import GRPOConfig
 
     from hwtp.advantage import preset
@@ -141,10 +143,11 @@ def train_arm(
         data_seed=seed,
         dataloader_num_workers=0,
         disable_tqdm=True,
+        model_init_kwargs={"dtype": "float32"},
     )
     reward = RewardClock()
     trainer = GRPOSMuTrainer(
-        model=model,
+        model=str(warm_start),
         processing_class=tokenizer,
         reward_funcs=[reward],
         args=args,
@@ -152,6 +155,8 @@ def train_arm(
         advantage_config=preset(arm.preset, ceiling=arm.ceiling),
         group_by=arm.group_by,
     )
+    trainer.remove_callback(PrinterCallback)  # the numbers go to results.json, not to stdout
+    model = trainer.model
     before = [p.detach().clone() for p in model.parameters()]
     start = time.perf_counter()
     trainer.train()
@@ -167,7 +172,7 @@ def train_arm(
             if key in entry:
                 row[name] = float(entry[key])
         steps.append(row)
-    return {
+    return model, {
         "steps": steps,
         "param_change": change,
         "seconds": seconds,
