@@ -37,8 +37,9 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--eval-samples", type=int, help="Plans per held-out state in evaluation.  [default: 4; --quick 2]")
 @click.option("--held-out", type=int, help="Held-out mutants per design.  [default: 16]")
 @click.option("--train-mutants", type=int, help="Training mutants per design.  [default: 12]")
-@click.option("--weak-plans", type=int, help="Weak plans per design for the warm start.  [default: 48]")
+@click.option("--weak-plans", type=int, help="Weak plans per design for the warm start.  [default: 8]")
 @click.option("--max-completion", type=int, help="Longest completion in tokens.  [default: 160]")
+@click.option("--shared-warm-start", is_flag=True, help="One warm start (the first seed's) for every seed.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Simulator processes per reward pool.")
 def learn_command(
     designs: tuple[str, ...],
@@ -59,6 +60,7 @@ def learn_command(
     train_mutants: int | None,
     weak_plans: int | None,
     max_completion: int | None,
+    shared_warm_start: bool,
     workers: int,
 ) -> None:
     """Warm-start a small model on weak plans, train it with GRPO on hwtp rewards per state and
@@ -93,7 +95,13 @@ def learn_command(
             raise ConfigError(f"{name} {value}: at least 1")
     if generations is not None and generations < 2:
         raise ConfigError(f"-G {generations}: GRPO needs at least 2 completions per prompt")
-    config = LearnConfig(designs=names, held_out_designs=_split(held_out_design), seeds=seed_list, workers=workers)
+    config = LearnConfig(
+        designs=names,
+        held_out_designs=_split(held_out_design),
+        seeds=seed_list,
+        workers=workers,
+        shared_warm_start=shared_warm_start,
+    )
     given: dict[str, Any] = {
         "steps": steps if steps is not None else (QUICK["steps"] if quick else None),
         "lr": lr,

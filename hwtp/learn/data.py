@@ -62,8 +62,8 @@ class DataConfig:
     mutants: int = 40  # mutants asked of `hwtp mutate` per design
     held_out: int = 16  # held-out mutants per design (fewer when the design has fewer)
     train_mutants: int = 12  # training mutants per design (at most)
-    weak_plans: int = 48  # distinct weak plans per design for the warm start
-    cycles: tuple[int, int] = (2, 6)  # stimulus length of a weak plan (inclusive)
+    weak_plans: int = 8  # distinct weak plans per design for the warm start (few: a tiny model memorises them)
+    cycles: tuple[int, int] = (1, 4)  # stimulus length of a weak plan (inclusive)
     seed: int = 0
 
 

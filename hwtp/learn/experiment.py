@@ -42,6 +42,7 @@ class LearnConfig:
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     sft_plans_per_state: int = 16
+    shared_warm_start: bool = False  # one SFT (of the first seed) for every seed: seeds vary GRPO only
     workers: int = 2
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,26 +132,35 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
         "machine": {"platform": platform.platform(), **_load()},
         "runs": [],
     }
+    warm_starts: dict[int, dict[str, Any]] = {}
     try:
         for seed in config.seeds:
-            progress(f"seed {seed}: warm start (SFT)")
-            model = build_model(tokenizer, config.model, seed)
-            results["model"] = {"parameters": parameter_count(model), **config.model.as_dict()}
-            t0 = time.perf_counter()
-            rows = sft_rows(designs, config.sft_plans_per_state, seed)
-            losses = train_sft(model, tokenizer, rows, config.sft, seed)
-            sft_seconds = time.perf_counter() - t0
+            sft_seed = config.seeds[0] if config.shared_warm_start else seed
+            warm = out / "warm-start" / f"seed-{sft_seed}"
+            if sft_seed in warm_starts:
+                progress(f"seed {seed}: the warm start of seed {sft_seed}")
+                model, sft = _load_model(warm), warm_starts[sft_seed]
+            else:
+                progress(f"seed {seed}: warm start (SFT)")
+                model = build_model(tokenizer, config.model, sft_seed)
+                results["model"] = {"parameters": parameter_count(model), **config.model.as_dict()}
+                t0 = time.perf_counter()
+                rows = sft_rows(designs, config.sft_plans_per_state, sft_seed)
+                losses = train_sft(model, tokenizer, rows, config.sft, sft_seed)
+                sft = {"seed": sft_seed, "rows": len(rows), "loss": losses, "seconds": time.perf_counter() - t0}
+                warm_starts[sft_seed] = sft
+                model.save_pretrained(warm)
+                tokenizer.save_pretrained(warm)
             progress(f"seed {seed}: evaluating the warm start")
             before = _eval_all(model, tokenizer, splits, config.evaluation, seed)
-            warm = out / "warm-start" / f"seed-{seed}"
-            model.save_pretrained(warm)
-            tokenizer.save_pretrained(warm)
             entry: dict[str, Any] = {
                 "seed": seed,
-                "sft": {"rows": len(rows), "loss": losses, "seconds": sft_seconds},
+                "sft": sft,
                 "before": before,
                 "arms": {},
             }
+            results["unfinished"] = entry  # written as it goes: a run stopped early keeps what it measured
+            _write(out, results)
             for arm in config.arms:
                 progress(f"seed {seed}: {arm.name} ({config.grpo.steps} steps)")
                 policy, trained = train_arm(warm, tokenizer, train_states, arm, config.grpo, seed, out / "trainer")
@@ -158,6 +168,8 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
                 trained["after"] = _eval_all(policy, tokenizer, splits, config.evaluation, seed)
                 entry["arms"][arm.name] = trained
                 del policy
+                _write(out, results)
+            del results["unfinished"]
             results["runs"].append(entry)
             results["summary"] = summarize_runs(results["runs"], config.arms)
             results["seconds"] = time.perf_counter() - started
@@ -169,6 +181,12 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
     results["picture"] = plot_results(results, out).name
     _write(out, results)
     return results
+
+
+def _load_model(folder: Path) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder, dtype="float32")
 
 
 def _write(out: Path, results: dict[str, Any]) -> None:
