@@ -199,3 +199,28 @@ def test_learn_results_are_sane_and_the_report_shows_them(learned: Path, tmp_pat
     html = page.read_text()
     assert 'data-section="learn"' in html and "held-out mutants" in html and "grpo-smu" in html
     assert "<svg" in html
+
+
+def test_learn_refuses_bad_input_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hwtp.cli import main
+
+    pytest.importorskip("trl")
+    assert main(["learn", "-o", str(tmp_path / "o")]) == 2
+    assert "name at least one design" in capsys.readouterr().err
+    assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), "--seeds", "0,x"]) == 2
+    assert "--seeds '0,x': expected comma-separated integers" in capsys.readouterr().err
+    assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), "-G", "1"]) == 2
+    assert "GRPO needs at least 2" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_learn_without_the_trl_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from hwtp.errors import ConfigError
+    from hwtp.learn import require_trainer
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "trl" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"needs trl \(not installed\): pip install 'hwtp\[trl\]'"):
+        require_trainer()
