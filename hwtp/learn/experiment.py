@@ -114,6 +114,11 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
     }
     texts = [s.prompt for d in designs for s in d.states] + [p for d in designs for p in d.plans]
     tokenizer = build_tokenizer(texts, config.model.vocab)
+    saved = out / "warm-start" / f"seed-{config.seeds[0]}" / "tokenizer.json"
+    if saved.is_file():  # a reused warm start keeps the tokenizer it was trained with
+        from transformers import PreTrainedTokenizerFast
+
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(saved.parent)
     lengths = [len(tokenizer(s.prompt, add_special_tokens=False)["input_ids"]) for d in designs for s in d.states]
     results: dict[str, Any] = {
         "format": FORMAT,
@@ -140,6 +145,11 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
             if sft_seed in warm_starts:
                 progress(f"seed {seed}: the warm start of seed {sft_seed}")
                 model, sft = _load_model(warm), warm_starts[sft_seed]
+            elif (warm / "config.json").is_file():  # OUT holds this warm start already: reuse it
+                progress(f"seed {seed}: reusing the warm start in {warm}")
+                model = _load_model(warm)
+                results["model"] = {"parameters": parameter_count(model), **config.model.as_dict()}
+                sft = warm_starts[sft_seed] = {"seed": sft_seed, "reused": str(warm)}
             else:
                 progress(f"seed {seed}: warm start (SFT)")
                 model = build_model(tokenizer, config.model, sft_seed)
