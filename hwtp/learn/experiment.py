@@ -119,6 +119,7 @@ def run(config: LearnConfig, out: Path, progress: Callable[[str], None] = lambda
         from transformers import PreTrainedTokenizerFast
 
         tokenizer = PreTrainedTokenizerFast.from_pretrained(saved.parent)
+        tokenizer.padding_side = "left"
     lengths = [len(tokenizer(s.prompt, add_special_tokens=False)["input_ids"]) for d in designs for s in d.states]
     results: dict[str, Any] = {
         "format": FORMAT,
