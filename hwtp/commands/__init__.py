@@ -27,6 +27,7 @@ _COMMANDS: tuple[tuple[str, str], ...] = (
     ("hwtp.commands.report", "report_command"),
     ("hwtp.commands.eval", "eval_command"),
     ("hwtp.commands.eval", "compare_command"),
+    ("hwtp.commands.learn", "learn_command"),
 )
 
 

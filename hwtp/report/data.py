@@ -130,15 +130,46 @@ class CiView:
     indeterminate: list[dict[str, Any]]
 
 
-View = RunView | CiView
+@dataclass
+class LearnView:
+    """An ``hwtp learn`` folder: its results.json and the rows of its before/after table."""
+
+    label: str
+    results: dict[str, Any]
+    rows: list[dict[str, str]]
+    note: str
+
+
+#: The file an ``hwtp learn`` folder is recognised by.
+LEARN_RESULTS = "results.json"
+
+
+def learn_view(folder: Path) -> LearnView:
+    """The view of an ``hwtp learn -o FOLDER``."""
+    from hwtp.learn.report import rows, table
+
+    path = folder / LEARN_RESULTS
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a JSON file: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "hwtp-learn" or not isinstance(doc.get("runs"), list):
+        raise ConfigError(f"{path}: not an hwtp learn results.json (kind 'hwtp-learn' with runs)")
+    note = table(doc).rsplit("\n", 1)[-1] if doc["runs"] else "No seed finished."
+    return LearnView(str(folder), doc, rows(doc), note)
+
+
+View = RunView | CiView | LearnView
 
 
 def load_source(path: Path, root: Path | None = None) -> View:
     """A run folder, a scores JSON or a ``hwtp ci`` JSON report; ``root`` is where the ci
     report's source files are looked up (default: the current folder, then the report's)."""
     if path.is_dir():
+        if (path / LEARN_RESULTS).is_file() and not (path / DB_NAME).is_file():
+            return learn_view(path)
         if not (path / DB_NAME).is_file():
-            raise ConfigError(f"{path}: not a run folder (no {DB_NAME})")
+            raise ConfigError(f"{path}: not a run folder (no {DB_NAME}) nor an hwtp learn folder (no {LEARN_RESULTS})")
         return run_view(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from hwtp import __version__
 from hwtp.report import plots
-from hwtp.report.data import CiView, DesignView, RunView, View
+from hwtp.report.data import CiView, DesignView, LearnView, RunView, View
 
 
 @dataclass
@@ -92,6 +92,16 @@ def _ci_context(view: CiView) -> dict[str, Any]:
     return {"killed_chart": chart}
 
 
+def _learn_context(view: LearnView) -> dict[str, Any]:
+    from hwtp.learn.plot import svg
+
+    if not view.results["runs"]:
+        return {"learn_chart": None}
+    caption = ("mean reward and zero-advantage groups per GRPO step (mean over seeds, min..max band); "
+               "held-out detection and golden pass before and after")
+    return {"learn_chart": _chart(svg(view.results), caption)}
+
+
 def _comparison(views: list[View]) -> dict[str, Any] | None:
     runs = [v for v in views if isinstance(v, RunView)]
     if len(runs) < 2:
@@ -109,6 +119,9 @@ def render(views: list[View]) -> str:
     template = _environment().get_template("report.html.j2")
     sources = []
     for i, view in enumerate(views):
+        if isinstance(view, LearnView):
+            sources.append({"index": i, "view": view, "kind": "learn", **_learn_context(view)})
+            continue
         extra = _run_context(view) if isinstance(view, RunView) else _ci_context(view)
         sources.append({"index": i, "view": view, "kind": "ci" if isinstance(view, CiView) else view.kind, **extra})
     return template.render(

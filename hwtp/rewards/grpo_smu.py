@@ -35,6 +35,7 @@ import dataclasses
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -387,8 +388,11 @@ def _make_trl_trainer() -> type:
             logged.extend(adv.tolist())
             mode = "train" if getattr(self.model, "training", True) else "eval"
             ids = [r[0] if self.group_by == "design" else f"{r[0]}/{r[1]}" for r in self._hwtp_rows]
-
             self._metrics[mode]["hwtp/zero_advantage_groups"].append(zero_advantage_share(adv.cpu().numpy(), ids))
+            # how many states of one design this batch holds (design groups need two or more)
+            states = {(r[0], r[1]) for r in self._hwtp_rows}
+            per_design = Counter(design for design, _ in states)
+            self._metrics[mode]["hwtp/max_states_per_design"].append(float(max(per_design.values(), default=0)))
             self._hwtp_rewards = None
             return output
 

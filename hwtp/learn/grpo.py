@@ -1,0 +1,181 @@
+"""GRPO on hwtp rewards, one arm at a time: TRL's trainer with hwtp's advantages
+(:class:`hwtp.rewards.grpo_smu.GRPOSMuTrainer`) grouped per state (plain GRPO) or per design
+(GRPO-SMu). Every number kept per step is read from the trainer's own log history."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hwtp.errors import ConfigError
+from hwtp.learn.data import State
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One way of turning rewards into advantages; everything else is shared between arms.
+
+    ``reward_scheme`` names a reward scheme of :mod:`hwtp.rewards` (None: its default); it is
+    handed to :func:`hwtp.rewards.configure` when that accepts one."""
+
+    name: str
+    group_by: str  # "state" (per prompt: plain GRPO) or "design" (GRPO-SMu)
+    preset: str  # an hwtp.advantage preset
+    ceiling: str = "relative"
+    reward_scheme: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: The arms run by default: plain GRPO (TRL's formula, per state) and GRPO-SMu (per design).
+ARMS = (Arm("grpo", "state", "trl"), Arm("grpo-smu", "design", "grpo-smu"))
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    steps: int = 100
+    prompts: int = 8  # prompts (states) per step
+    generations: int = 8  # completions per prompt
+    lr: float = 2e-4
+    beta: float = 0.02  # KL to the warm start
+    temperature: float = 1.0
+    max_completion: int = 160
+
+
+#: Per-step keys kept from TRL's log history (TRL's name → results.json name).
+STEP_KEYS = {
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "hwtp/zero_advantage_groups": "zero_advantage_groups",
+    "frac_reward_zero_std": "zero_std_prompts",
+    "hwtp/invalid_rate": "invalid",
+    "hwtp/detected_rate": "detected",
+    "hwtp/max_states_per_design": "max_states_per_design",
+    "kl": "kl",
+    "loss": "loss",
+    "grad_norm": "grad_norm",
+    "entropy": "entropy",
+    "completions/mean_length": "completion_length",
+}
+
+
+class RewardClock:
+    """hwtp's TRL reward, timed: the seconds spent scoring, to set against a step's wall time."""
+
+    __name__ = "hwtp_reward"
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __call__(self, prompts: Any, completions: Any, completion_ids: Any = None, **kwargs: Any) -> list[float | None]:
+        import hwtp.rewards
+
+        start = time.perf_counter()
+        rewards = hwtp.rewards.trl_reward(prompts, completions, completion_ids, **kwargs)
+        self.seconds += time.perf_counter() - start
+        self.calls += 1
+        log_metric = kwargs.get("log_metric")
+        scored = [r for r in rewards if r is not None]
+        if callable(log_metric) and scored:
+            detect = hwtp.rewards.settings().rewards.detect
+            log_metric("hwtp/detected_rate", sum(r >= detect for r in scored) / len(scored))
+        return rewards
+
+
+def _configure_scheme(arm: Arm) -> None:
+    import inspect
+
+    import hwtp.rewards
+
+    if arm.reward_scheme is None:
+        return
+    if "scheme" not in inspect.signature(hwtp.rewards.configure).parameters:
+        raise ConfigError(f"arm {arm.name}: reward scheme {arm.reward_scheme!r} needs an hwtp.rewards with schemes")
+    hwtp.rewards.configure(scheme=arm.reward_scheme)  # type: ignore[call-arg]
+
+
+def train_arm(
+    warm_start: Path,
+    tokenizer: Any,
+    states: Sequence[State],
+    arm: Arm,
+    settings: GRPOSettings,
+    seed: int,
+    workdir: Path,
+) -> tuple[Any, dict[str, Any]]:
+    """Train the model saved in ``warm_start`` (also the KL reference) for ``settings.steps``
+    GRPO steps on ``states``; returns the trained model and the per-step log, the change of
+    the parameters, and where the time went."""
+    import datasets
+    import torch
+    from transformers import PrinterCallback
+    from trl import GRPOConfig
+
+    from hwtp.advantage import preset
+    from hwtp.rewards.grpo_smu import GRPOSMuTrainer
+
+    _configure_scheme(arm)
+    dataset = datasets.Dataset.from_list([s.row() for s in states])
+    args = GRPOConfig(
+        output_dir=str(workdir),
+        max_steps=settings.steps,
+        per_device_train_batch_size=settings.prompts * settings.generations,
+        num_generations=settings.generations,
+        max_completion_length=settings.max_completion,
+        learning_rate=settings.lr,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        beta=settings.beta,
+        temperature=settings.temperature,
+        top_k=0,
+        use_vllm=False,
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+        data_seed=seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        model_init_kwargs={"dtype": "float32"},
+    )
+    reward = RewardClock()
+    trainer = GRPOSMuTrainer(
+        model=str(warm_start),
+        processing_class=tokenizer,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=dataset,
+        advantage_config=preset(arm.preset, ceiling=arm.ceiling),
+        group_by=arm.group_by,
+    )
+    trainer.remove_callback(PrinterCallback)  # the numbers go to results.json, not to stdout
+    model = trainer.model
+    before = [p.detach().clone() for p in model.parameters()]
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        change = float(torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(model.parameters(), before, strict=True))))
+    steps = []
+    for entry in trainer.state.log_history:
+        if "loss" not in entry or "step" not in entry:
+            continue
+        row: dict[str, Any] = {"step": int(entry["step"])}
+        for key, name in STEP_KEYS.items():
+            if key in entry:
+                row[name] = float(entry[key])
+        steps.append(row)
+    return model, {
+        "steps": steps,
+        "param_change": change,
+        "seconds": seconds,
+        "reward_seconds": reward.seconds,
+        "reward_share": reward.seconds / seconds if seconds > 0 else 0.0,
+    }
