@@ -211,6 +211,9 @@ def test_learn_refuses_bad_input_before_any_work(tmp_path: Path, capsys: pytest.
     assert "--seeds '0,x': expected comma-separated integers" in capsys.readouterr().err
     assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), "-G", "1"]) == 2
     assert "GRPO needs at least 2" in capsys.readouterr().err
+    for option, value in (("--lr", "nan"), ("--steps", "0"), ("--beta", "-1"), ("--temperature", "inf")):
+        assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), option, value]) == 2, option
+        assert option in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

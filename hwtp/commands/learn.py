@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from hwtp.commands.options import AT_LEAST_ONE, OUTPUT_FOLDER, POSITIVE, FiniteFloat
 from hwtp.errors import ConfigError
 
 #: --quick: one seed, few steps, two small designs.
@@ -24,23 +25,25 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.argument("designs", nargs=-1)
 @click.option("--designs", "more", multiple=True, help="More designs (comma-separated); same as the arguments.")
 @click.option("--held-out-design", multiple=True, help="Designs only evaluated, never trained on (comma-separated).")
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="Output folder.")
-@click.option("--steps", type=int, help="GRPO steps per arm and seed.  [default: 100; --quick 20]")
+@click.option("-o", "--out", type=OUTPUT_FOLDER, required=True, help="Output folder.")
+@click.option("--steps", type=AT_LEAST_ONE, help="GRPO steps per arm and seed.  [default: 100; --quick 20]")
 @click.option("--seeds", default=None, help="Comma-separated seeds.  [default: 0,1,2; --quick 0]")
 @click.option("--quick", is_flag=True, help="One seed, few steps, two small designs, a shorter warm start.")
-@click.option("--sft-steps", type=int, help="Warm-start (SFT) steps.  [default: 300; --quick 200]")
-@click.option("--lr", type=float, help="GRPO learning rate.  [default: 2e-4]")
-@click.option("--beta", type=float, help="KL coefficient to the warm start.  [default: 0.02]")
-@click.option("--temperature", type=float, help="Sampling temperature in training.  [default: 1.0]")
-@click.option("-G", "--generations", type=int, help="Completions per prompt.  [default: 8]")
-@click.option("--prompts", type=int, help="Prompts (states) per GRPO step.  [default: 8; --quick 4]")
-@click.option("--eval-samples", type=int, help="Plans per held-out state in evaluation.  [default: 4; --quick 2]")
-@click.option("--held-out", type=int, help="Held-out mutants per design.  [default: 16]")
-@click.option("--train-mutants", type=int, help="Training mutants per design.  [default: 12]")
-@click.option("--weak-plans", type=int, help="Weak plans per design for the warm start.  [default: 8]")
-@click.option("--max-completion", type=int, help="Longest completion in tokens.  [default: 160]")
+@click.option("--sft-steps", type=AT_LEAST_ONE, help="Warm-start (SFT) steps.  [default: 300; --quick 200]")
+@click.option("--lr", type=POSITIVE, help="GRPO learning rate.  [default: 2e-4]")
+@click.option("--beta", type=FiniteFloat(min=0), help="KL coefficient to the warm start.  [default: 0.02]")
+@click.option("--temperature", type=POSITIVE, help="Sampling temperature in training.  [default: 1.0]")
+@click.option("-G", "--generations", type=AT_LEAST_ONE, help="Completions per prompt.  [default: 8]")
+@click.option("--prompts", type=AT_LEAST_ONE, help="Prompts (states) per GRPO step.  [default: 8; --quick 4]")
+@click.option(
+    "--eval-samples", type=AT_LEAST_ONE, help="Plans per held-out state in evaluation.  [default: 4; --quick 2]"
+)
+@click.option("--held-out", type=AT_LEAST_ONE, help="Held-out mutants per design.  [default: 16]")
+@click.option("--train-mutants", type=AT_LEAST_ONE, help="Training mutants per design.  [default: 12]")
+@click.option("--weak-plans", type=AT_LEAST_ONE, help="Weak plans per design for the warm start.  [default: 8]")
+@click.option("--max-completion", type=AT_LEAST_ONE, help="Longest completion in tokens.  [default: 160]")
 @click.option("--shared-warm-start", is_flag=True, help="One warm start (the first seed's) for every seed.")
-@click.option("--workers", type=int, default=2, show_default=True, help="Simulator processes per reward pool.")
+@click.option("--workers", type=AT_LEAST_ONE, default=2, show_default=True, help="Simulator processes per reward pool.")
 def learn_command(
     designs: tuple[str, ...],
     more: tuple[str, ...],
