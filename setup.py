@@ -6,7 +6,7 @@ installs declared as a package, so each one is listed here as ``hwtp.designs.<..
 
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 ROOT = Path(__file__).parent
 DESIGNS = ROOT / "designs"
@@ -20,19 +20,8 @@ DESIGN_FILES = ["*.yaml", "*.md", "*.v", "*.sv", "*.vh", "*.svh"]
 
 setup(
     packages=[
-        "hwtp",
-        "hwtp.ci",
-        "hwtp.commands",
-        "hwtp.corpus",
-        "hwtp.evaluation",
-        "hwtp.executors",
-        "hwtp.formal",
-        "hwtp.llm",
-        "hwtp.recipes",
-        "hwtp.rewards",
-        "hwtp.serve",
-        "hwtp.report",
-        "hwtp.templates",
+        # every package under hwtp/ (a folder with __init__.py), found so that none is forgotten
+        *find_packages(where=str(ROOT), include=["hwtp", "hwtp.*"]),
         "hwtp.mutators",
         "hwtp.sim",
         "hwtp.designs",
