@@ -42,9 +42,9 @@ endmodule
 
 
 def test_short_rtl_drops_comments_and_blanks_only() -> None:
-    text = short_rtl([SourceFile(Path("m.v"), RTL)])
+    text = short_rtl([SourceFile("m.v", RTL)])
     assert text == "module m (\ninput wire a,\noutput wire y\n);\nassign y = ~a;\nendmodule"
-    prompt = prompt_text("m", [SourceFile(Path("m.v"), RTL)])
+    prompt = prompt_text("m", [SourceFile("m.v", RTL)])
     assert prompt.startswith("design: m\nmodule m (") and prompt.endswith("endmodule\nplan:\n")
 
 
