@@ -39,7 +39,8 @@ class Target:
 
     @functools.cached_property
     def key(self) -> str:
-        """The build's content hash (the cache key): equal targets build the same folder."""
+        """The target's content hash: equal targets build the same folder (the folder's own
+        key also holds the preprocessed text's digest, which these sources determine)."""
         return build_key(get_backend(self.simulator), self.sources, WRAPPER_TOP, NO_OPTIONS)
 
     def build(self) -> Build:
