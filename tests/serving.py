@@ -34,7 +34,8 @@ class ServeProcess:
             env=environ,
         )
         line = self._first_line(120.0)  # with --executor ray it connects to the cluster first
-        assert "listening on http://127.0.0.1:" in line, line + self._stderr()
+        if "listening on http://127.0.0.1:" not in line:
+            self._fail("hwtp serve did not start: " + line)
         self.banner = line
         self.url = line.split("listening on ")[1].split()[0]
         self.client = httpx.Client(base_url=self.url, timeout=300.0)
@@ -44,15 +45,18 @@ class ServeProcess:
         with selectors.DefaultSelector() as sel:
             sel.register(self.proc.stdout, selectors.EVENT_READ)
             if not sel.select(seconds):
-                self.proc.kill()
-                raise AssertionError("hwtp serve did not start: " + self._stderr())
+                self._fail(f"hwtp serve printed nothing in {seconds:.0f} s")
         return self.proc.stdout.readline()
 
-    def _stderr(self) -> str:
-        if self.proc.poll() is None:
-            return ""
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()
+    def _fail(self, what: str) -> None:
+        """Kill a server that did not start and reap it (no process is left behind), then fail
+        with what it wrote on stderr."""
+        self.proc.kill()
+        try:
+            _, err = self.proc.communicate(timeout=30.0)
+        except subprocess.TimeoutExpired:
+            err = "(stderr unread: the process did not exit after SIGKILL)"
+        raise AssertionError(f"{what}\n{err}")
 
     def post(self, path: str, body: Any, **kwargs: Any) -> Any:
         return self.client.post(path, json=body, **kwargs)
