@@ -14,7 +14,6 @@ simulated once per mutant set and reference.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -23,14 +22,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hwtp import env
+from hwtp import env, planread
 from hwtp.errors import ConfigError, PlanError, RewardError
 from hwtp.executors.base import EXECUTORS, Target, schemata_target
 from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
-from hwtp.rewards.completion import is_example, response_text
+from hwtp.rewards.completion import example_keys, is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
 from hwtp.scheme import (
@@ -269,6 +268,7 @@ def reset() -> None:
         _settings = Settings()
         _registries.clear()
         _references.clear()
+        _readers.clear()
     _close_pools()
 
 
@@ -358,14 +358,25 @@ def _pool(mutant_set: MutantSet, set_digest: str) -> warm.WarmPool:
 _CHUNK = 16
 
 
-def _plan_input(text: Any, state: str, prompt: str | None) -> PlanInput:
+def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Reader | None = None) -> PlanInput:
     """The plan of one completion, or an invalid input with the reason: whatever the completion
-    holds (not text, not Unicode, a plan that does not parse), it costs only its own reward."""
+    holds (not text, not Unicode, a plan that does not parse), it costs only its own reward.
+    ``reader``: the fast reader of the design the plan is scored on (:mod:`hwtp.planread`);
+    what it cannot decide, and every completion without one, takes the path below, which
+    writes the located messages."""
     if not isinstance(text, str):
         reason = f"completion: expected text, got {type(text).__name__}"
         return PlanInput("x" + hashlib.sha256(reason.encode()).hexdigest()[:16], None, reason, state, "completion")
     response = response_text(text, prompt)
+    read = reader.read(response) if reader is not None else planread.UNDECIDED
+    if isinstance(read, tuple):
+        tests, ops, cycles = read
+        key = planread.plan_key(tests)
+        if key not in example_keys(prompt):  # an example plan: the path below says so
+            return PlanInput(key, None, None, state, "completion", compiled=(ops, cycles))
     plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    if read == planread.NO_PLAN:
+        return PlanInput(plan_id, None, read, state, "completion")
     try:
         plan = extract_plan(response, source="completion")
     except PlanError as exc:
@@ -376,9 +387,19 @@ def _plan_input(text: Any, state: str, prompt: str | None) -> PlanInput:
     if is_example(plan, prompt):
         return PlanInput(plan_id, None, "completion: the plan is the prompt's format example, not an answer", state)
     # the plan's id is its tests' content: completions that differ only in prose simulate once
-    tests = json.dumps(to_data(plan).get("tests"), sort_keys=True, default=str)
-    plan_id = "p" + hashlib.sha256(tests.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
-    return PlanInput(plan_id, plan, None, state, "completion")
+    return PlanInput(planread.plan_key(to_data(plan).get("tests")), plan, None, state, "completion")
+
+
+_readers: dict[tuple[str, int], planread.Reader] = {}  # (set hash, cycle limit): the design's reader
+
+
+def _reader(mutant_set: MutantSet, digest: str, max_cycles: int) -> planread.Reader:
+    key = (digest, max_cycles)
+    with _lock:
+        reader = _readers.get(key)
+        if reader is None:
+            reader = _readers[key] = planread.Reader(mutant_set.design, max_cycles)
+        return reader
 
 
 _references: dict[tuple[str, str, float], Reference] = {}  # (set hash, suite, penalty): its kills, simulated once
@@ -444,17 +465,18 @@ def _score_group(
     states = {m.id for m in mutant_set.valid} | {GOLDEN}
     inputs: dict[tuple[str, str], PlanInput] = {}
     keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
+    config = _settings
+    digest = members[0][1].mutant_set
+    reader = _reader(mutant_set, digest, config.limits.max_cycles)
     for index, truth, text, prompt in members:
         if truth.state not in states:
             raise RewardError(
                 f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
                 f"of design {truth.design!r} (golden or a valid mutant id)"
             )
-        p = _plan_input(text, truth.state, prompt)
+        p = _plan_input(text, truth.state, prompt, reader)
         inputs.setdefault((p.id, p.state or GOLDEN), p)
         keys.append((index, truth, (p.id, p.state or GOLDEN)))
-    config = _settings
-    digest = members[0][1].mutant_set
     scheme = scheme_for(mutant_set, digest, config)
     score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
     remote = config.executor_name() == "ray"
