@@ -74,6 +74,7 @@ _NAME_FULL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MAX_BRACKETS = 256
 _resolver = yaml.resolver.Resolver()
 _constructor = yaml.constructor.SafeConstructor()
+_SCALARS = frozenset((int, str, bool))
 _BAD = ("bad", None)  # a port value the fast reader does not accept
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -128,8 +129,8 @@ def _count(value: Any) -> int:
 
 def _strings_plain(value: Any) -> bool:
     """Whether every string in ``value`` means text to PyYAML too, even if it was plain."""
-    if isinstance(value, str):
-        return _plain_tag(value) == _STR
+    if isinstance(value, str):  # rapidyaml writes an empty plain scalar as null: "" was quoted
+        return not value or _plain_tag(value) == _STR
     if isinstance(value, dict):
         return all(_strings_plain(v) for v in value.values())
     if isinstance(value, list):
@@ -242,7 +243,7 @@ class Reader:
                 table = drive if kind == "drive" else expect
                 entries, literals = [], {}
                 for port, raw_value in body.items():
-                    if raw_value.__class__ is float:  # equal to an int as a key
+                    if raw_value.__class__ not in _SCALARS:  # a float would equal an int as a key
                         return None
                     known = table.get((port, raw_value))
                     if known is None:
