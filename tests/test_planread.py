@@ -50,7 +50,16 @@ PROSE = [
     "The design has tests: none yet.", "tests", "Answer:", "```", "{not json}", "a & b", "50% done", "@here",
     "reasoning: first", "- item", "---", "...", "`code`", "\t tabbed", "caf\u00e9 \u2028 line", "\\escaped",
 ]  # fmt: skip
-SPECIALS = ["<|im_end|>", "<|endoftext|>", "</s>", "<eos>", "<pad>", "<end_of_turn>", "<｜end▁of▁sentence｜>", "[/INST]"]
+SPECIALS = [
+    "<|im_end|>",
+    "<|endoftext|>",
+    "</s>",
+    "<eos>",
+    "<pad>",
+    "<end_of_turn>",
+    "<｜end▁of▁sentence｜>",
+    "[/INST]",
+]
 
 
 def _value(rng: random.Random, width: int, expect: bool) -> Any:
@@ -188,7 +197,11 @@ def _mutate_text(rng: random.Random, text: str) -> str:
         return text[:at] + text[at + rng.randint(1, 4) :]
     if pick < 0.4:
         at = rng.randrange(len(text) + 1)
-        return text[:at] + rng.choice([":", "-", " ", "\t", "\n", "{", "[", "'", '"', "#", "&", "*", "!", "\\"]) + text[at:]
+        return (
+            text[:at]
+            + rng.choice([":", "-", " ", "\t", "\n", "{", "[", "'", '"', "#", "&", "*", "!", "\\"])
+            + text[at:]
+        )
     if pick < 0.5:
         return rng.choice(["---\n", "%YAML 1.1\n---\n", "\ufeff", "--- !!map\n"]) + text
     if pick < 0.6:
@@ -219,7 +232,7 @@ def _wrap(rng: random.Random, body: str, lang: str) -> str:
     else:
         text = f"{rng.choice(PROSE)} {body}"
     if rng.random() < 0.2:
-        text += "".join(rng.choice(SPECIALS + ["\n", " "]) for _ in range(rng.randint(1, 4)))
+        text += "".join(rng.choice([*SPECIALS, "\n", " "]) for _ in range(rng.randint(1, 4)))
     return text
 
 
@@ -317,7 +330,20 @@ _OLD_TRAILING = re.compile(
 
 def test_trailing_special_tokens_are_cut_as_the_old_expression_cut_them() -> None:
     rng = random.Random(5)
-    pieces = [*SPECIALS, " ", "\n", "\t", "x", "|>", "<|", "<｜a b｜>", "<|" + "a" * 41 + "|>", "[INST]", "｜>", "\u3000"]
+    pieces = [
+        *SPECIALS,
+        " ",
+        "\n",
+        "\t",
+        "x",
+        "|>",
+        "<|",
+        "<｜a b｜>",
+        "<|" + "a" * 41 + "|>",
+        "[INST]",
+        "｜>",
+        "\u3000",
+    ]
     for _ in range(5000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
         assert strip_trailing_special(text) == _OLD_TRAILING.sub("", text), repr(text)
