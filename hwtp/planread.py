@@ -32,6 +32,7 @@ undecided and the old path reads it (``FAST`` says which).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from collections.abc import Iterable
@@ -45,12 +46,17 @@ from hwtp.values import Value, ValueError_, parse_value
 if TYPE_CHECKING:
     from hwtp.design import Design
 
-try:  # the fast extra
-    import orjson
-    import ryml
-except ImportError:  # pragma: no cover - exercised by forcing FAST off in the tests
-    orjson = None
-    ryml = None
+
+def _optional(name: str) -> Any:
+    """Module ``name`` of the fast extra, or None when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - exercised by forcing FAST off in the tests
+        return None
+
+
+orjson = _optional("orjson")
+ryml = _optional("ryml")
 
 #: Whether the C-backed reader is installed (``pip install 'hwtp[fast]'``).
 FAST = orjson is not None and ryml is not None

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 try:  # the fast extra: the same JSON, written and read in C
     import orjson
 except ImportError:  # pragma: no cover - the plain json module does the same work
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from hwtp.design import Design
