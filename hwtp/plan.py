@@ -9,6 +9,7 @@ LLM text around a plan is tolerated: :func:`extract_plan` finds it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -253,21 +254,20 @@ _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.
 _PLAN_START_RE = re.compile(r"^(?:reasoning|tests)\s*:", re.MULTILINE)
 
 
-def candidates(text: str) -> list[str]:
+def candidates(text: str) -> Iterator[str]:
     """Pieces of LLM text that may hold the plan, most likely first (:func:`extract_plan` reads
-    them in this order)."""
+    them in this order; each is found only when the ones before it were not the plan)."""
     body = _THINK_RE.sub("", text) if _THINK_OPEN.search(text) else text
     if _THINK_CLOSE.search(body):  # an opening tag lost to truncation
         body = re.split(r"</think>", body, flags=re.IGNORECASE)[-1]
     fences = [m.group(2) for m in _FENCE_RE.finditer(body)]
-    out = list(reversed(fences))  # the final answer usually comes last
-    out.append(body)
-    starts = [m.start() for m in _PLAN_START_RE.finditer(body)]
-    out.extend(body[s:] for s in starts)
+    yield from reversed(fences)  # the final answer usually comes last
+    yield body
+    for m in _PLAN_START_RE.finditer(body):
+        yield body[m.start() :]
     brace = body.find("{")
     if brace >= 0:
-        out.append(body[brace : body.rfind("}") + 1])
-    return out
+        yield body[brace : body.rfind("}") + 1]
 
 
 def extract_plan(text: str, source: str = "completion") -> Plan:

@@ -72,7 +72,8 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _REFUSED_CHARS = re.compile(
     "[^\n\x20-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
-_INDICATORS = re.compile(r"[&*!%@`?]")
+_PLAIN_ASCII = bytes([10, *range(0x20, 0x5C), *range(0x5D, 0x7F)])  # of ASCII, what is never refused
+_INDICATORS = "&*!%@`?"
 # anchor, alias, tag, directive and reserved indicators where a node may start; explicit keys
 _NODE_START = re.compile(r"(?:^|[\s\[\]{},:?-])[&*!%@`]|(?:^|[\s\[\]{},])\?(?:\s|$)", re.MULTILINE)
 _DEEP = re.compile(r"(?:-[ ]+){16,}")  # one-line nesting
@@ -100,28 +101,42 @@ def plan_key(tests: Any) -> str:
 
 
 def _plain_tag(text: str) -> str:
-    """The tag PyYAML gives ``text`` as a plain scalar."""
-    return str(_resolver.resolve(yaml.ScalarNode, text, (True, False)))
+    """The tag PyYAML gives ``text`` as a plain scalar (kept for short texts: names repeat)."""
+    tag = _tags.get(text)
+    if tag is None:
+        tag = str(_resolver.resolve(yaml.ScalarNode, text, (True, False)))
+        if len(text) <= 64:
+            if len(_tags) >= 1 << 14:
+                _tags.clear()
+            _tags[text] = tag
+    return tag
+
+
+_tags: dict[str, str] = {}
 
 
 def _load(candidate: str) -> tuple[Any, int] | None:
     """(data, rapidyaml's node count) of one candidate, or None when not decidable here."""
-    if _REFUSED_CHARS.search(candidate) or candidate.count("[") + candidate.count("{") > _MAX_BRACKETS:
+    data = candidate.encode("utf-8")
+    if data.translate(None, _PLAIN_ASCII) and _REFUSED_CHARS.search(candidate):  # C speed for ASCII text
         return None
-    if _INDICATORS.search(candidate) and _NODE_START.search(candidate):
+    if candidate.count("[") + candidate.count("{") > _MAX_BRACKETS:
+        return None
+    if any(c in candidate for c in _INDICATORS) and _NODE_START.search(candidate):
         return None
     if candidate.startswith(("---", "...")) or "\n---" in candidate or "\n..." in candidate:
         return None  # document markers
     if "- -" in candidate and _DEEP.search(candidate):
         return None
     try:
-        tree = ryml.parse_in_arena(candidate.encode("utf-8"))
+        tree = ryml.parse_in_arena(data)
         if tree.is_stream(tree.root_id()):
             return None
-        data = orjson.loads(ryml.emit_json_malloc(tree, tree.root_id()))
+        text = ryml.emit_json_malloc(tree, tree.root_id())
+        loaded = orjson.loads(text)
     except Exception:  # rapidyaml's parse errors, JSON it cannot write: the old path decides
         return None
-    return data, tree.size()
+    return loaded, tree.size()
 
 
 def _count(value: Any) -> int:
@@ -169,6 +184,8 @@ class Reader:
         # share an entry (they are the same value to hwtp.values.parse_value)
         self._drive: dict[tuple[str, Any], Any] = {}
         self._expect: dict[tuple[str, Any], Any] = {}
+        # (kind, its (port, value) pairs) -> what _step makes of it: steps repeat across plans
+        self._steps: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 
     def read(self, text: str) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], ...], int] | str | None:
         """What the old path makes of a completion's response ``text``, when decidable here."""
@@ -209,7 +226,7 @@ class Reader:
         out_tests: list[dict[str, Any]] = []
         compiled: list[dict[str, Any]] = []
         total = self.per_test * len(tests)
-        drive, expect = self._drive, self._expect
+        steps_seen = self._steps
         for raw in tests:
             if not isinstance(raw, dict):
                 return None
@@ -246,20 +263,19 @@ class Reader:
                 if kind not in STEP_KINDS or not isinstance(body, dict) or not body:
                     return None
                 nodes += len(body)
-                table = drive if kind == "drive" else expect
-                entries, literals = [], {}
-                for port, raw_value in body.items():
-                    if raw_value.__class__ not in _SCALARS:  # a float would equal an int as a key
-                        return None
-                    known = table.get((port, raw_value))
-                    if known is None:
-                        known = self._learn(table, kind, port, raw_value)
-                    if known is _BAD:
-                        return None
-                    entries.append(known[0])
-                    literals[port] = known[1]
-                ops.append(["d" if kind == "drive" else "e", entries, index])
-                data_steps.append({kind: literals})
+                if not _SCALARS.issuperset(map(type, body.values())):  # a float equals an int as a key
+                    return None
+                step_key = (kind, tuple(body.items()))
+                known = steps_seen.get(step_key)
+                if known is None:
+                    known = self._step(kind, body)
+                    if len(steps_seen) >= self._TABLE:
+                        steps_seen.clear()
+                    steps_seen[step_key] = known
+                if known is _BAD:
+                    return None
+                ops.append([known[0], known[1], index])
+                data_steps.append(known[2])
             entry: dict[str, Any] = {"name": name}
             if description:
                 entry["description"] = description
@@ -269,6 +285,23 @@ class Reader:
         if nodes != size or total > self.max_cycles:
             return None
         return out_tests, tuple(compiled), total
+
+    def _step(self, kind: str, body: dict[str, Any]) -> Any:
+        """(op code, the op's entries, the step as :func:`hwtp.plan.to_data` writes it) of a
+        drive or expect step, or ``_BAD``."""
+        table = self._drive if kind == "drive" else self._expect
+        entries, literals = [], {}
+        for port, raw_value in body.items():
+            if raw_value.__class__ not in _SCALARS:  # a float would equal an int as a key
+                return _BAD
+            known = table.get((port, raw_value))
+            if known is None:
+                known = self._learn(table, kind, port, raw_value)
+            if known is _BAD:
+                return _BAD
+            entries.append(known[0])
+            literals[port] = known[1]
+        return "d" if kind == "drive" else "e", entries, {kind: literals}
 
     def _learn(self, table: dict[Any, Any], kind: str, port: str, raw: Any) -> Any:
         """The table entry of ``raw`` on ``port`` (``_BAD`` when not decidable), kept."""
