@@ -115,19 +115,22 @@ def _plain_tag(text: str) -> str:
 _tags: dict[str, str] = {}
 
 
+def _deep(candidate: str) -> bool:
+    """Whether the text may nest deep enough for the old loader's recursion limit."""
+    return candidate.count("[") + candidate.count("{") > _MAX_BRACKETS or bool(
+        "- -" in candidate and _DEEP.search(candidate)
+    )
+
+
 def _load(candidate: str) -> tuple[Any, int] | None:
     """(data, rapidyaml's node count) of one candidate, or None when not decidable here."""
     data = candidate.encode("utf-8")
     if data.translate(None, _PLAIN_ASCII) and _REFUSED_CHARS.search(candidate):  # C speed for ASCII text
         return None
-    if candidate.count("[") + candidate.count("{") > _MAX_BRACKETS:
-        return None
-    if any(c in candidate for c in _INDICATORS) and _NODE_START.search(candidate):
+    if _deep(candidate) or (any(c in candidate for c in _INDICATORS) and _NODE_START.search(candidate)):
         return None
     if candidate.startswith(("---", "...")) or "\n---" in candidate or "\n..." in candidate:
         return None  # document markers
-    if "- -" in candidate and _DEEP.search(candidate):
-        return None
     try:
         tree = ryml.parse_in_arena(data)
         if tree.is_stream(tree.root_id()):
@@ -177,6 +180,7 @@ class Reader:
         first: dict[str, Any] = {}
         for p in design.ports:
             first.setdefault(p.name, p)
+        self.widths = {p.name: p.width for p in design.ports}  # hwtp.sim.job.compile_plan's
         control = design.control_ports
         self.drive = {n: p for n, p in first.items() if p.direction == "input" and n not in control}
         self.expect = {n: p for n, p in first.items() if p.direction != "input"}
@@ -193,7 +197,7 @@ class Reader:
             return UNDECIDED
         for candidate in candidates(text):
             if "tests" not in candidate:
-                if "\\" in candidate:  # an escape could spell the key
+                if "\\" in candidate or _deep(candidate):  # an escape could spell the key; a recursion limit
                     return UNDECIDED
                 continue  # the old path skips it too: it cannot hold a 'tests' key
             loaded = _load(candidate)
@@ -215,7 +219,7 @@ class Reader:
                 return None
             if key == "reasoning" and value and not isinstance(value, str):
                 return None
-            if not _strings_plain(value) or (key == "format" and isinstance(value, (dict, list))):
+            if (key == "format" and isinstance(value, (dict, list))) or not _strings_plain(value):
                 return None
             nodes += _count(value)
         tests = data["tests"]
@@ -321,7 +325,7 @@ class Reader:
             return None
         if (kind == "drive" and value.has_dont_care) or value.fits(spec.width, spec.signed) is not None:
             return None
-        bits, mask = value.masked(spec.width)
+        bits, mask = value.masked(self.widths[port])
         literal = value.literal()
         return ([port, bits] if kind == "drive" else [port, bits, mask, literal]), literal
 

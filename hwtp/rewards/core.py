@@ -368,7 +368,12 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Read
         reason = f"completion: expected text, got {type(text).__name__}"
         return PlanInput("x" + hashlib.sha256(reason.encode()).hexdigest()[:16], None, reason, state, "completion")
     response = response_text(text, prompt)
-    read = reader.read(response) if reader is not None else planread.UNDECIDED
+    read = planread.UNDECIDED
+    if reader is not None:
+        try:
+            read = reader.read(response)
+        except Exception:  # never a reward of its own: the path below decides
+            _log.debug("hwtp.rewards: the fast plan reader failed; reading the plan again", exc_info=True)
     if isinstance(read, tuple):
         tests, ops, cycles = read
         key = planread.plan_key(tests)
@@ -463,30 +468,22 @@ def _score_group(
     mutant_set: MutantSet, members: list[tuple[int, GroundTruth, str, str | None]], out: list[RewardResult | None]
 ) -> None:
     states = {m.id for m in mutant_set.valid} | {GOLDEN}
-    inputs: dict[tuple[str, str], PlanInput] = {}
-    keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
-    config = _settings
-    digest = members[0][1].mutant_set
-    reader = _reader(mutant_set, digest, config.limits.max_cycles)
-    for index, truth, text, prompt in members:
+    for _index, truth, _text, _prompt in members:  # every ground truth checked before any work
         if truth.state not in states:
             raise RewardError(
                 f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
                 f"of design {truth.design!r} (golden or a valid mutant id)"
             )
-        p = _plan_input(text, truth.state, prompt, reader)
-        inputs.setdefault((p.id, p.state or GOLDEN), p)
-        keys.append((index, truth, (p.id, p.state or GOLDEN)))
+    config = _settings
+    digest = members[0][1].mutant_set
     scheme = scheme_for(mutant_set, digest, config)
     score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
-    remote = config.executor_name() == "ray"
-    pool = None if remote else _pool(mutant_set, digest)
-    # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
-    # workers simulate the ones already submitted.
-    unique = list(inputs.values())
+    pool = None if config.executor_name() == "ray" else _pool(mutant_set, digest)
+    reader = _reader(mutant_set, digest, config.limits.max_cycles)
     pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
-    for start in range(0, len(unique), _CHUNK):
-        prepared = prepare(mutant_set, unique[start : start + _CHUNK], score_config)
+
+    def submit(chunk: list[PlanInput]) -> None:
+        prepared = prepare(mutant_set, chunk, score_config)
         evaluations = list(prepared.evaluations.values())
         if not evaluations:
             pending.append((prepared, None))
@@ -494,6 +491,24 @@ def _score_group(
             pending.append((prepared, pool.submit(evaluations)))
         else:
             pending.append((prepared, _ray_submit(mutant_set, digest, evaluations, config)))
+
+    # read a chunk, hand it to the workers, read the next one while they simulate (the first
+    # chunk is half as large, so that they start sooner)
+    seen: set[tuple[str, str]] = set()
+    keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
+    fresh: list[PlanInput] = []
+    for index, truth, text, prompt in members:
+        p = _plan_input(text, truth.state, prompt, reader)
+        key = (p.id, p.state or GOLDEN)
+        if key not in seen:
+            seen.add(key)
+            fresh.append(p)
+        keys.append((index, truth, key))
+        if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
+            submit(fresh)
+            fresh = []
+    if fresh:
+        submit(fresh)
     samples = {}
     for prepared, future in pending:
         results: dict[str, Any] = future.result() if future is not None else {}
