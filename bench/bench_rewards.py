@@ -13,8 +13,11 @@ Scorers (each turns a list of (ground truth, completion) into rewards; add one t
 - score() per batch: the whole batch in one ``hwtp.score.score`` call (one process start per
   call, -j workers), for reference.
 - warm pool: ``hwtp.sim.warm.WarmPool`` through the Python API (``hwtp.score.prepare``,
-  ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``).
-- hwtp.rewards.score_completions: the batched core every trainer adapter calls.
+  ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``),
+  plans read by ``hwtp.plan.extract_plan`` (hwtp.yamlio, the located loader): the old reading,
+  beside the next row's in the same run.
+- hwtp.rewards.score_completions: the batched core every trainer adapter calls (plans read by
+  ``hwtp.planread`` when ``hwtp[fast]`` is installed; the line "plan reader" says).
 - hwtp serve: the reward service over HTTP (``POST /reward``), started as its own process.
 - warm pool, simulation only: the same pool with every plan compiled before the clock starts
   (what the workers deliver: queueing, the socket, the simulators).
