@@ -11,12 +11,15 @@ hwtp.plan) and with the reader, and the id, the error and the compiled ops must 
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hwtp import planread
 from hwtp.design import Design, load_design
@@ -293,6 +296,34 @@ def test_the_reader_gives_the_old_paths_ids_errors_and_ops(name: str, seed: int)
         valid += not isinstance(old[2], str)
     # the fast path must carry most valid plans (else this compares the old path with itself)
     assert valid > CASES // 10 and fast > valid * 0.7, (fast, valid)
+
+
+@functools.cache
+def _reader_of(name: str) -> tuple[Design, planread.Reader]:
+    design = load_design(name)
+    return design, planread.Reader(design, CYCLE_LIMIT)
+
+
+_SLOW = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@_SLOW
+@given(st.randoms(use_true_random=False), st.sampled_from(["counter_en_load", "adder_carry"]))
+def test_hypothesis_completions_read_alike(rng: random.Random, name: str) -> None:
+    design, reader = _reader_of(name)
+    text = completion(rng, design)
+    assert _outcome(text, "m0001", reader, design)[:3] == _outcome(text, "m0001", None, design)[:3]
+
+
+_ALPHABET = st.sampled_from(list("tes:-{}[]'\"#&*!?|>%@`~\t\r\n ,.0123456789xyzonf_\u00e9\x85\ufeff"))
+
+
+@_SLOW
+@given(st.text(_ALPHABET, max_size=60), st.text(_ALPHABET, max_size=20))
+def test_hypothesis_text_around_a_plan_reads_alike(noise: str, tail: str) -> None:
+    design, reader = _reader_of("counter_en_load")
+    text = f"tests:\n- name: t{noise}\n  steps:\n  - drive: {{d: 1{tail}}}\n  - wait: 1\n"
+    assert _outcome(text, "golden", reader, design)[:3] == _outcome(text, "golden", None, design)[:3]
 
 
 def test_without_the_extra_everything_takes_the_old_path(monkeypatch: pytest.MonkeyPatch) -> None:
