@@ -1,14 +1,15 @@
 """The batched reward core: (ground truth, completion) pairs to rewards, as ``hwtp score`` gives them.
 
-Work is grouped per (design, mutant set): each group's completions become plans
-(:func:`hwtp.plan.extract_plan` on the response only), tied to their state, and go through
-the scoring path of ``hwtp score`` (:func:`hwtp.score.prepare`, the evaluations,
-:func:`hwtp.score.assemble`), so a plan gets the same reward here as from ``hwtp score`` on
-the same state. Identical completions for one state are simulated once. An invalid plan
-earns the invalid level (outcome ``invalid``, the reason in ``detail``); a timeout or error
-is indeterminate: reward None, never a number a trainer would learn from. The reward scheme
-(:mod:`hwtp.scheme`) is the configured one; an incremental scheme's reference kills are
-simulated once per mutant set and reference.
+Work is grouped per (design, mutant set): each group's completions become plans (the
+response only: :class:`hwtp.planread.Reader` compiles them in one pass, and what it cannot
+decide exactly :func:`hwtp.plan.extract_plan` reads), tied to their state, a chunk handed to
+the workers while the next is read, and go through the scoring path of ``hwtp score``
+(:func:`hwtp.score.prepare`, the evaluations, :func:`hwtp.score.assemble`), so a plan gets
+the same reward here as from ``hwtp score`` on the same state. Identical completions for one
+state are simulated once. An invalid plan earns the invalid level (outcome ``invalid``, the
+reason in ``detail``); a timeout or error is indeterminate: reward None, never a number a
+trainer would learn from. The reward scheme (:mod:`hwtp.scheme`) is the configured one; an
+incremental scheme's reference kills are simulated once per mutant set and reference.
 """
 
 from __future__ import annotations
