@@ -24,9 +24,11 @@ messages. So a reward, an error and its message are those of the old path, byte 
   by counting the document's nodes against rapidyaml's tree;
 - any plan that fails a check is undecided: the old path finds the message.
 
-rapidyaml writes a parse error to the process's standard error; only candidates that may be
-plans (they contain ``tests``) are parsed. Without the ``fast`` extra every completion is
-undecided and the old path reads it (``FAST`` says which).
+rapidyaml writes each parse error to file descriptor 2 before it raises; :func:`_parse` sends
+that descriptor to a private file for the parse and forwards whatever else was written there
+meanwhile (another thread's output), so a trainer's log never shows the reader's failed
+guesses. Only candidates that may be plans (they contain ``tests``) are parsed. Without the
+``fast`` extra every completion is undecided and the old path reads it (``FAST`` says which).
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import re
+import tempfile
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +120,48 @@ def _plain_tag(text: str) -> str:
 _tags: dict[str, str] = {}
 
 
+_RYML_MESSAGE = re.compile(rb"line=\d+ col=\d+ \(\d+B\): ERROR: [^\n]*\n(?:[^\n]*: \(detected here\)\n)?")
+_quiet = threading.Lock()
+_sink: tuple[int, int] | None = None  # (process id, descriptor): a forked child makes its own
+
+
+def _sink_fd() -> int:
+    global _sink
+    if _sink is None or _sink[0] != os.getpid():
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("hwtp-ryml")
+        else:  # pragma: no cover - not Linux
+            fd, path = tempfile.mkstemp(prefix="hwtp-ryml-")
+            os.unlink(path)
+        _sink = (os.getpid(), fd)
+    return _sink[1]
+
+
+def _parse(data: bytes) -> Any:
+    """rapidyaml's tree of ``data``, with its parse-error message kept off standard error:
+    descriptor 2 points at a private file during the parse (a few microseconds), then what
+    landed there apart from rapidyaml's own message goes on to the real descriptor 2."""
+    with _quiet:
+        sink = _sink_fd()
+        saved = os.dup(2)
+        os.dup2(sink, 2)
+        try:
+            return ryml.parse_in_arena(data)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if os.fstat(sink).st_size:
+                os.lseek(sink, 0, os.SEEK_SET)
+                written = b""
+                while chunk := os.read(sink, 65536):
+                    written += chunk
+                os.ftruncate(sink, 0)
+                os.lseek(sink, 0, os.SEEK_SET)
+                rest = _RYML_MESSAGE.sub(b"", written)
+                if rest:
+                    os.write(2, rest)
+
+
 def _deep(candidate: str) -> bool:
     """Whether the text may nest deep enough for the old loader's recursion limit."""
     return candidate.count("[") + candidate.count("{") > _MAX_BRACKETS or bool(
@@ -132,7 +179,7 @@ def _load(candidate: str) -> tuple[Any, int] | None:
     if candidate.startswith(("---", "...")) or "\n---" in candidate or "\n..." in candidate:
         return None  # document markers
     try:
-        tree = ryml.parse_in_arena(data)
+        tree = _parse(data)
         if tree.is_stream(tree.root_id()):
             return None
         text = ryml.emit_json_malloc(tree, tree.root_id())

@@ -378,3 +378,34 @@ def test_trailing_special_tokens_are_cut_as_the_old_expression_cut_them() -> Non
     for _ in range(5000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
         assert strip_trailing_special(text) == _OLD_TRAILING.sub("", text), repr(text)
+
+
+def test_rapidyaml_parse_errors_never_reach_standard_error(capfd: pytest.CaptureFixture[str]) -> None:
+    design, reader = _reader_of("counter_en_load")
+    broken = [
+        "tests:\n  - name: [a\n",
+        "tests:\n - name: t\n  steps: 2\n",
+        "tests: a: b\n",
+        'tests:\n  - name: "t\n',
+    ]
+    for text in broken:
+        assert planread._load(text) is None  # rapidyaml refused it: the old path decides
+        assert _outcome(text, "golden", reader, design)[:3] == _outcome(text, "golden", None, design)[:3]
+    assert capfd.readouterr().err == ""
+
+
+def test_other_output_written_during_a_parse_is_forwarded(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def parse(data: bytes) -> None:  # as rapidyaml fails, with another thread's line in between
+        import os
+
+        os.write(2, b"another thread's line\n")
+        os.write(2, b"line=3 col=1 (20B): ERROR: [parse] missing terminating ]\n")
+        os.write(2, b"/project/cpp/src/c4/yml/parse_engine.def.hpp:5683: (detected here)\n")
+        raise RuntimeError("parse")
+
+    monkeypatch.setattr(planread.ryml, "parse_in_arena", parse)
+    with pytest.raises(RuntimeError):
+        planread._parse(b"tests: [\n")
+    assert capfd.readouterr().err == "another thread's line\n"
