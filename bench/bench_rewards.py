@@ -13,16 +13,23 @@ Scorers (each turns a list of (ground truth, completion) into rewards; add one t
 - score() per batch: the whole batch in one ``hwtp.score.score`` call (one process start per
   call, -j workers), for reference.
 - warm pool: ``hwtp.sim.warm.WarmPool`` through the Python API (``hwtp.score.prepare``,
-  ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``).
-- hwtp.rewards.score_completions: the batched core every trainer adapter calls.
+  ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``),
+  plans read by ``hwtp.plan.extract_plan`` (hwtp.yamlio, the located loader): the old reading,
+  beside the next row's in the same run.
+- hwtp.rewards.score_completions: the batched core every trainer adapter calls (plans read by
+  ``hwtp.planread`` when ``hwtp[fast]`` is installed; the line "plan reader" says).
 - hwtp serve: the reward service over HTTP (``POST /reward``), started as its own process.
 - warm pool, simulation only: the same pool with every plan compiled before the clock starts
-  (what the workers deliver; reading a completion's YAML plan costs ~1-2 ms in the caller).
+  (what the workers deliver: queueing, the socket, the simulators).
 
-Reported, in one run: p50/p99 latency of a single completion, rewards/s for batches of 64,
-and each scorer's ratio to the baseline. Every scorer's rewards are checked against the
-baseline's on the same completions. Goals: warm p50 <= 20 ms (>= 50x the baseline),
->= 500 rewards/s on 2 cores for batches.
+Reported, in one run: p50/p99 latency of a single completion; rewards/s for batches of 64,
+``--reps`` times (median and range); each scorer's ratio to the baseline; for the warm
+scorers, CPU per completion of the host process (the caller's thread and the pool's socket
+threads: reading, checking and compiling plans, the socket lines, the results) and of the
+simulator processes; the load average. Every scorer's rewards are checked against the
+baseline's on the same completions. Goals (issue 28): host CPU per completion <= the
+simulators'; ``score_completions`` >= 80% of the workers-alone rate; >= 1,000 rewards/s on 2
+idle cores; warm p50 <= 20 ms (>= 50x the baseline).
 
 Run: python bench/bench_rewards.py [--design counter_en_load] [--workers 2]
 """
@@ -30,6 +37,7 @@ Run: python bench/bench_rewards.py [--design counter_en_load] [--workers 2]
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -46,7 +54,7 @@ from typing import Any
 
 import httpx
 
-from hwtp import mutantset, rewards
+from hwtp import mutantset, planread, rewards
 from hwtp import mutate as engine
 from hwtp.design import load_design
 from hwtp.plan import extract_plan
@@ -74,6 +82,8 @@ class Context:
     closers: list[Callable[[], None]] = field(default_factory=list)
     #: seconds by part, for scorers that report where their time goes (name -> part -> s)
     parts: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the simulator processes' pids of a scorer's warm pools (name -> function), for CPU accounting
+    pids: dict[str, Callable[[], list[int]]] = field(default_factory=dict)
 
 
 def _plans(items: Sequence[Item]) -> list[PlanInput]:
@@ -116,6 +126,7 @@ def warm_pool(ctx: Context) -> Scorer:
     mutant_set = ctx.mutant_set
     pool = WarmPool(schemata_build(mutant_set), mutant_set.design, workers=ctx.workers)
     ctx.closers.append(pool.close)
+    ctx.pids["hwtp warm pool (Python API)"] = pool.pids
     config = ScoreConfig()
     parts = ctx.parts.setdefault("hwtp warm pool (Python API)", {})
     parts.update({"parse, compile (simulating meanwhile)": 0.0, "wait for the rest": 0.0})
@@ -128,7 +139,7 @@ def warm_pool(ctx: Context) -> Scorer:
             prepared = prepare(mutant_set, _plans(items[k : k + _CHUNK]), config)
             pending.append((prepared, pool.submit(list(prepared.evaluations.values()))))
         middle = time.perf_counter()
-        rewards = [r.reward for prepared, future in pending
+        rewards: list[float | None] = [r.reward for prepared, future in pending
                    for r in assemble(prepared, future.result(), config.rewards)]
         parts["parse, compile (simulating meanwhile)"] += middle - start
         parts["wait for the rest"] += time.perf_counter() - middle
@@ -141,6 +152,7 @@ def rewards_api(ctx: Context) -> Scorer:
     """``hwtp.rewards.score_completions``: what the trainer adapters call (warm pool inside)."""
     rewards.configure(states=[ctx.folder], workers=ctx.workers)
     ctx.closers.append(warm.close_all)
+    ctx.pids["hwtp.rewards.score_completions"] = lambda: [p for pool in warm.pools().values() for p in pool.pids()]
     return lambda items: [r.reward for r in rewards.score_completions(list(items))]
 
 
@@ -178,7 +190,31 @@ class Column:
 
     make: Callable[[Context], Scorer]
     slow: bool = False
+    primed: bool = False  # every batch is run once before the timed repetitions
 
+
+def workers_alone(ctx: Context) -> Scorer:
+    """The warm pool alone: every batch's plans compiled the first time it is seen (the
+    warm-up, untimed), so a timed call is only ``pool.run`` (queueing, the socket, the
+    simulators) and ``assemble``: what the workers can deliver."""
+    mutant_set, config = ctx.mutant_set, ScoreConfig()
+    pool = WarmPool(schemata_build(mutant_set), mutant_set.design, workers=ctx.workers)
+    ctx.closers.append(pool.close)
+    ctx.pids[SIMULATION_ONLY] = pool.pids
+    compiled: dict[tuple[str, ...], Any] = {}
+
+    def run(items: Sequence[Item]) -> list[float | None]:
+        key = tuple(text for _, text in items)
+        prepared = compiled.get(key)
+        if prepared is None:
+            prepared = compiled[key] = prepare(mutant_set, _plans(items), config)
+        results = pool.run(list(prepared.evaluations.values()))
+        return [r.reward for r in assemble(prepared, results, config.rewards)]
+
+    return run
+
+
+SIMULATION_ONLY = "warm pool, simulation only (plans compiled beforehand)"
 
 #: The scorers, in table order; the first is the baseline the ratios refer to.
 SCORERS: dict[str, Column] = {
@@ -187,6 +223,7 @@ SCORERS: dict[str, Column] = {
     "hwtp warm pool (Python API)": Column(warm_pool),
     "hwtp.rewards.score_completions": Column(rewards_api),
     "hwtp serve (HTTP POST /reward)": Column(serve),
+    SIMULATION_ONLY: Column(workers_alone, primed=True),
 }
 
 
@@ -206,55 +243,67 @@ def completions(mutant_set: Any, count: int, seed: int) -> list[Item]:
     return items[:count]
 
 
-SIMULATION_ONLY = "warm pool, simulation only (plans compiled beforehand)"
-
-
 @dataclass
 class Measured:
     single_ms: list[float]
-    batch_rate: float
+    rates: list[float]  # rewards/s of each repetition of the batches
     batch_size: int
     rewards: list[float | None]
+    host_ms: list[float] = field(default_factory=list)  # host process CPU per completion, each repetition
+    sim_ms: list[float] = field(default_factory=list)  # simulator processes' CPU per completion
+
+    @property
+    def batch_rate(self) -> float:
+        return statistics.median(self.rates)
 
 
-def simulation_only(ctx: Context, items: list[Item], singles: int, batches: int, batch: int) -> Measured:
-    """The warm pool alone: every plan compiled before the clock starts, so only ``pool.run``
-    (queueing, the socket, the simulators) is timed; what the workers can deliver."""
-    mutant_set, config = ctx.mutant_set, ScoreConfig()
-    with WarmPool(schemata_build(mutant_set), mutant_set.design, workers=ctx.workers) as pool:
-        one = [prepare(mutant_set, _plans([items[k % len(items)]]), config) for k in range(singles)]
-        many = [prepare(mutant_set, _plans([items[(b * batch + i) % len(items)] for i in range(batch)]), config)
-                for b in range(batches)]
-        pool.run(list(one[0].evaluations.values()))  # processes started
-        latencies, rewards = [], []
-        for prepared in one:
-            start = time.perf_counter()
-            results = pool.run(list(prepared.evaluations.values()))
-            latencies.append((time.perf_counter() - start) * 1000)
-            rewards.extend(r.reward for r in assemble(prepared, results, config.rewards))
-        start = time.perf_counter()
-        for prepared in many:
-            pool.run(list(prepared.evaluations.values()))
-        rate = batches * batch / (time.perf_counter() - start)
-    return Measured(latencies, rate, batch, rewards)
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
-def measure(run: Scorer, items: list[Item], singles: int, batches: int, batch: int) -> Measured:
-    run(items[:2])  # warm-up: builds cached, processes started
+def _cpu_s(pids: Sequence[int]) -> float:
+    """CPU seconds (user + system) the processes ``pids`` have used so far."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / _TICK
+    return total
+
+
+def _timed(calls: Sequence[Callable[[], Any]], done: int, pids: Callable[[], list[int]] | None, m: Measured) -> None:
+    """One repetition: ``calls`` (``done`` completions in all), their rate and, with ``pids``,
+    the CPU per completion of this process and of the simulators."""
+    sims = pids() if pids else []
+    host0, sim0, start = time.process_time(), _cpu_s(sims), time.perf_counter()
+    for call in calls:
+        call()
+    elapsed, host = time.perf_counter() - start, time.process_time() - host0
+    m.rates.append(done / elapsed)
+    if pids:
+        m.host_ms.append(1000 * host / done)
+        m.sim_ms.append(1000 * (_cpu_s(sims) - sim0) / done)
+
+
+def singles(run: Scorer, items: list[Item], count: int) -> Measured:
+    """Latency of ``count`` single-completion calls (after a warm-up: builds cached, processes started)."""
+    run(items[:2])
     latencies, rewards = [], []
-    for k in range(singles):
+    for k in range(count):
         item = items[k % len(items)]
         start = time.perf_counter()
         rewards.extend(run([item]))
         latencies.append((time.perf_counter() - start) * 1000)
-    elapsed, done = 0.0, 0
-    for b in range(batches):
-        chunk = [items[(b * batch + i) % len(items)] for i in range(batch)]
-        start = time.perf_counter()
-        run(chunk)
-        elapsed += time.perf_counter() - start
-        done += len(chunk)
-    return Measured(latencies, done / elapsed, batch, rewards)
+    return Measured(latencies, [], 0, rewards)
+
+
+def _spread(values: list[float], digits: int = 0) -> str:
+    """``median (min–max)`` of repeated measurements."""
+    if not values:
+        return "–"
+    f = f"{{:.{digits}f}}"
+    return f"{f.format(statistics.median(values))} ({f.format(min(values))}–{f.format(max(values))})"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -273,6 +322,7 @@ def main() -> None:
     parser.add_argument("--slow-singles", type=int, default=10, help="single calls of scorers that start a process")
     parser.add_argument("--slow-batches", type=int, default=2, help="batches of scorers that start a process")
     parser.add_argument("--baseline-batch", type=int, default=16, help="completions per batch for the baseline")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the batches (median and range)")
     parser.add_argument("--only", action="append", help="run only the scorers whose name contains this")
     args = parser.parse_args()
 
@@ -285,23 +335,33 @@ def main() -> None:
         schemata_build(ctx.mutant_set)  # cached before anything is timed
         items = completions(ctx.mutant_set, max(args.batch, args.singles), seed=7)
         rows: dict[str, Measured] = {}
+        load_before = os.getloadavg()
         try:
+            timed: list[tuple[str, Scorer, list[list[Item]]]] = []
             for k, (name, column) in enumerate(SCORERS.items()):
                 if k and args.only and not any(word in name for word in args.only):
                     continue
                 run = column.make(ctx)
-                rows[name] = measure(
-                    run,
-                    items,
-                    args.slow_singles if column.slow else args.singles,
-                    1 if k == 0 else args.slow_batches if column.slow else args.batches,
-                    args.baseline_batch if k == 0 else args.batch,
-                )
-            if not args.only or any(word in SIMULATION_ONLY for word in args.only):
-                rows[SIMULATION_ONLY] = simulation_only(ctx, items, args.singles, args.batches, args.batch)
+                rows[name] = singles(run, items, args.slow_singles if column.slow else args.singles)
+                batch = args.baseline_batch if k == 0 else args.batch
+                count = 1 if k == 0 else args.slow_batches if column.slow else args.batches
+                chunks = [[items[(b * batch + i) % len(items)] for i in range(batch)] for b in range(count)]
+                rows[name].batch_size = batch
+                if column.primed:
+                    for chunk in chunks:
+                        run(chunk)
+                if column.slow:
+                    _timed([functools.partial(run, c) for c in chunks], count * batch, None, rows[name])
+                else:
+                    timed.append((name, run, chunks))
+            for _ in range(args.reps):  # repetitions interleaved: each sees the same machine load
+                for name, run, chunks in timed:
+                    calls = [functools.partial(run, c) for c in chunks]
+                    _timed(calls, len(chunks) * len(chunks[0]), ctx.pids.get(name), rows[name])
         finally:
             for close in ctx.closers:
                 close()
+        load_after = os.getloadavg()
 
     base_name = next(iter(rows))
     base = rows[base_name]
@@ -312,28 +372,46 @@ def main() -> None:
     design = ctx.mutant_set.design.name
     print(f"\n{design}: {len(ctx.mutant_set.states)} mutant states + golden, {args.workers} workers, "
           f"{os.cpu_count()} CPUs; rewards equal the baseline's on {checked} completions\n")
-    print("| scorer | p50 ms (1 completion) | p99 ms | rewards/s (batches) | p50 speed-up | throughput ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| scorer | p50 ms (1 completion) | p99 ms | rewards/s (batches) | p50 speed-up | throughput ratio "
+          "| host CPU ms/completion | simulators' CPU ms/completion |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     base_p50 = statistics.median(base.single_ms)
     for name, m in rows.items():
         p50, p99 = statistics.median(m.single_ms), percentile(m.single_ms, 99)
         size = f" (batch of {m.batch_size})" if m.batch_size != args.batch else ""
-        rate = f"{m.batch_rate:.2f}" if m.batch_rate < 10 else f"{m.batch_rate:.0f}"
+        rate = _spread(m.rates, 2 if m.batch_rate < 10 else 0)
         print(f"| {name} | {p50:.1f} | {p99:.1f} | {rate}{size} | {base_p50 / p50:.0f}x "
-              f"| {m.batch_rate / base.batch_rate:.0f}x |")
+              f"| {m.batch_rate / base.batch_rate:.0f}x | {_spread(m.host_ms, 3)} | {_spread(m.sim_ms, 3)} |")
     print(f"\nbaseline measured on {len(base.single_ms)} single calls and one batch of {base.batch_size} "
-          f"(one completion per call: its rate does not depend on the batch size)")
+          f"(one completion per call: its rate does not depend on the batch size); batches of the others: "
+          f"{args.reps} repetitions of {args.batches} x {args.batch}, median (range)")
+    print(f"load average (1, 5, 15 min): before {', '.join(f'{x:.1f}' for x in load_before)}; "
+          f"after {', '.join(f'{x:.1f}' for x in load_after)}; {os.cpu_count()} CPUs")
     for name, parts in ctx.parts.items():
         total = sum(parts.values()) or 1.0
         shares = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in parts.items())
         print(f"{name}: where the time goes: {shares}")
-    warm = rows.get("hwtp warm pool (Python API)")
-    if warm:
-        p50 = statistics.median(warm.single_ms)
-        print(f"goals: warm p50 {p50:.1f} ms <= 20 ms: {'met' if p50 <= 20 else 'NOT met'}; "
-              f">= 50x baseline: {'met' if base_p50 / p50 >= 50 else 'NOT met'} ({base_p50 / p50:.0f}x); "
-              f">= 500 rewards/s: {'met' if warm.batch_rate >= 500 else 'NOT met'} ({warm.batch_rate:.0f}/s)")
-
+    fast = "rapidyaml + orjson" if planread.FAST else "NOT installed (pip install 'hwtp[fast]'): the old loader"
+    print(f"plan reader: {fast}")
+    warm_row = rows.get("hwtp warm pool (Python API)")
+    if warm_row:
+        p50 = statistics.median(warm_row.single_ms)
+        print(f"goal: warm p50 {p50:.1f} ms <= 20 ms: {'met' if p50 <= 20 else 'NOT met'}; "
+              f">= 50x baseline: {'met' if base_p50 / p50 >= 50 else 'NOT met'} ({base_p50 / p50:.0f}x)")
+    api, alone = rows.get("hwtp.rewards.score_completions"), rows.get(SIMULATION_ONLY)
+    if api and api.host_ms:
+        host, sim = statistics.median(api.host_ms), statistics.median(api.sim_ms)
+        print(f"goal: host CPU per completion {host:.3f} ms <= the simulators' {sim:.3f} ms: "
+              f"{'met' if host <= sim else 'NOT met'} ({host / sim:.2f}x)")
+    if api and alone:
+        share = [a / w for a, w in zip(api.rates, alone.rates, strict=True)]
+        print(f"goal: score_completions >= 80% of the workers-alone rate: "
+              f"{'met' if statistics.median(share) >= 0.8 else 'NOT met'} ({_spread([100 * x for x in share])}%, "
+              f"repetitions paired in order)")
+    if api:
+        print(f"goal: >= 1,000 rewards/s on 2 idle cores: {'met' if api.batch_rate >= 1000 else 'NOT met'} "
+              f"({api.batch_rate:.0f}/s at load {load_before[0]:.1f}"
+              f"{'; the machine was not idle' if load_before[0] > 0.5 else ''})")
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,7 @@ LLM text around a plan is tolerated: :func:`extract_plan` finds it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -247,24 +248,26 @@ def load_and_validate(text: str, design: Design, source: str = "plan") -> Plan:
 # --------------------------------------------------------------------------- LLM text
 
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PLAN_START_RE = re.compile(r"^(?:reasoning|tests)\s*:", re.MULTILINE)
 
 
-def _candidates(text: str) -> list[str]:
-    """Pieces of LLM text that may hold the plan, most likely first."""
-    body = _THINK_RE.sub("", text)
-    if re.search(r"</think>", body, re.IGNORECASE):  # an opening tag lost to truncation
+def candidates(text: str) -> Iterator[str]:
+    """Pieces of LLM text that may hold the plan, most likely first (:func:`extract_plan` reads
+    them in this order; each is found only when the ones before it were not the plan)."""
+    body = _THINK_RE.sub("", text) if _THINK_OPEN.search(text) else text
+    if _THINK_CLOSE.search(body):  # an opening tag lost to truncation
         body = re.split(r"</think>", body, flags=re.IGNORECASE)[-1]
     fences = [m.group(2) for m in _FENCE_RE.finditer(body)]
-    out = list(reversed(fences))  # the final answer usually comes last
-    out.append(body)
-    starts = [m.start() for m in _PLAN_START_RE.finditer(body)]
-    out.extend(body[s:] for s in starts)
+    yield from reversed(fences)  # the final answer usually comes last
+    yield body
+    for m in _PLAN_START_RE.finditer(body):
+        yield body[m.start() :]
     brace = body.find("{")
     if brace >= 0:
-        out.append(body[brace : body.rfind("}") + 1])
-    return out
+        yield body[brace : body.rfind("}") + 1]
 
 
 def extract_plan(text: str, source: str = "completion") -> Plan:
@@ -275,7 +278,7 @@ def extract_plan(text: str, source: str = "completion") -> Plan:
     """
     best: PlanError | None = None
     unreadable: yamlio.YamlLoadError | None = None
-    for candidate in _candidates(text):
+    for candidate in candidates(text):
         try:
             located = yamlio.load(candidate)
         except yamlio.YamlLoadError as exc:
@@ -292,7 +295,12 @@ def extract_plan(text: str, source: str = "completion") -> Plan:
         raise best
     if unreadable is not None:
         raise PlanError(f"{source}: no plan found: the text is {unreadable.message}")
-    raise PlanError(f"{source}: no plan found (expected a YAML or JSON mapping with a 'tests' list)")
+    raise PlanError(no_plan(source))
+
+
+def no_plan(source: str) -> str:
+    """The message of text without a plan (:func:`extract_plan`)."""
+    return f"{source}: no plan found (expected a YAML or JSON mapping with a 'tests' list)"
 
 
 # --------------------------------------------------------------------------- schema

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +152,9 @@ class PlanInput:
     state: str | None = None  # the state it was written for (hwtp plan), else None
     source: str = ""
     meta: dict[str, Any] | None = None  # hwtp plan's metadata (prompt, completion, usage...)
+    # the harness ops and cycles when already checked against the design and cycle limit it is
+    # scored with (hwtp.planread.Reader, the reward path); hwtp.score.prepare then takes them as they are
+    compiled: tuple[tuple[dict[str, Any], ...], int] | None = field(default=None, compare=False, repr=False)
 
 
 def _from_file(path: Path, plan_id: str) -> PlanInput:

@@ -258,6 +258,21 @@ def check_identity(plans: Sequence[PlanInput], mutant_set: MutantSet) -> None:
                 )
 
 
+def compile_input(p: PlanInput, design: Any, max_cycles: int) -> tuple[tuple[dict[str, Any], ...], int] | str:
+    """A plan input's harness ops and cycles on ``design``, or why it cannot run (its reading
+    error, or what :func:`hwtp.plan.validate` refuses). Ops compiled when it was read (the
+    reward path's :class:`hwtp.planread.Reader`) are taken as they are."""
+    if p.compiled is not None:
+        return p.compiled
+    try:
+        if p.plan is None:
+            raise PlanError(p.error or "no plan")
+        validate(p.plan, design, max_cycles)
+        return compile_plan(p.plan, design), plan_cycles(p.plan, design)
+    except PlanError as exc:
+        return str(exc)
+
+
 def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConfig) -> Prepared:
     """Validate and compile every plan; list the evaluations (each golden one shared)."""
     design = mutant_set.design
@@ -273,13 +288,11 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
     reference = scheme.reference
     simulated = reference.plans if reference is not None and reference.killed is None else ()
     for p in [*plans, *(replace(r, id=REFERENCE_PREFIX + r.id) for r in simulated)]:
-        try:
-            if p.plan is None:
-                raise PlanError(p.error or "no plan")
-            validate(p.plan, design, config.limits.max_cycles)
-            compiled[p.id] = (compile_plan(p.plan, design), plan_cycles(p.plan, design))
-        except PlanError as exc:
-            errors[p.id] = str(exc)
+        ready = compile_input(p, design, config.limits.max_cycles)
+        if isinstance(ready, str):
+            errors[p.id] = ready
+        else:
+            compiled[p.id] = ready
     wanted: dict[str, Evaluation] = {}
     for p, state in pairs:
         if p.id in errors:

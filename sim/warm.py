@@ -45,7 +45,7 @@ from hwtp import env
 from hwtp.errors import HwtpError, SimulationError
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
-from hwtp.sim.job import Evaluation, Job, Limits
+from hwtp.sim.job import Evaluation, Job, Limits, decode_line, encode_line
 from hwtp.sim.runner import (
     Counters,
     Ending,
@@ -235,7 +235,7 @@ class _Worker:
         for line in lines.splitlines():
             if not line.strip():
                 continue
-            result = EvalResult.from_line(json.loads(line))
+            result = EvalResult.from_line(decode_line(line))
             task = inflight.popleft()
             if task.evaluation.id != result.id:
                 raise SimulationError(f"warm simulator answered {result.id!r} for {task.evaluation.id!r}")
@@ -326,7 +326,7 @@ class _Worker:
             procs.kill(self.proc)
         if self.conn is not None:
             if drain is not None:
-                with contextlib.suppress(OSError, ValueError, json.JSONDecodeError, SimulationError):
+                with contextlib.suppress(OSError, ValueError, SimulationError):
                     self.conn.setblocking(True)
                     self.conn.settimeout(1.0)
                     while drain:
@@ -396,7 +396,7 @@ class WarmPool:
             if refused:
                 ticket.put(refused)
             else:
-                line = (json.dumps(ev.as_job_entry(), separators=(",", ":")) + "\n").encode()
+                line = encode_line(ev.as_job_entry())
                 tasks.append(_Task(ev, ticket, line))
         if tasks:
             with self._cond:

@@ -16,16 +16,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hwtp import yamlio
+from hwtp import planread, yamlio
 from hwtp.errors import PlanError
 from hwtp.plan import Plan, TestCase, plan_from_data
 from hwtp.prompt import Templates
 
 # Special tokens that end a turn or a sequence: <|im_end|>, <|eot_id|>, <|endoftext|>, <|end|>...,
 # </s>, <eos>, <end_of_turn>, <pad>, DeepSeek's <｜end▁of▁sentence｜>; only trailing ones are cut.
-_TRAILING_SPECIAL = re.compile(
-    r"(?:\s|<\|[A-Za-z0-9_.:-]{1,40}\|>|</s>|<eos>|<pad>|<end_of_turn>|<｜[^<>｜]{1,40}｜>|\[/?INST\])+\Z"
+_LAST_SPECIAL = re.compile(
+    r"(?:<\|[A-Za-z0-9_.:-]{1,40}\|>|</s>|<eos>|<pad>|<end_of_turn>|<｜[^<>｜]{1,40}｜>|\[/?INST\])\Z"
 )
+_SPECIAL_MAX = 44  # the longest token's length
 # Where an assistant turn starts in chat-template text, used when the prompt is not a prefix.
 _ASSISTANT_START = re.compile(
     r"<\|im_start\|>assistant[^\n]*\n|<\|start_header_id\|>assistant<\|end_header_id\|>\s*"
@@ -63,7 +64,15 @@ def completion_text(completion: Any) -> str:
 
 
 def strip_trailing_special(text: str) -> str:
-    return _TRAILING_SPECIAL.sub("", text)
+    """``text`` without the whitespace and special tokens it ends with. Peeled from the end one
+    token at a time (a token's end fixes where it starts), which is what one regular expression
+    anchored at the end would cut, without trying every position of the text."""
+    while True:
+        text = text.rstrip()
+        token = _LAST_SPECIAL.search(text, max(0, len(text) - _SPECIAL_MAX))
+        if token is None:
+            return text
+        text = text[: token.start()]
 
 
 def cut_prompt(text: str, prompt: str | None) -> str:
@@ -134,6 +143,12 @@ def strip_examples(text: str, prompt: str | None = None) -> str:
         if example in text:
             text = text.replace(example, "")
     return text
+
+
+@functools.lru_cache(maxsize=256)
+def example_keys(prompt: str | None = None) -> frozenset[str]:
+    """The :func:`hwtp.planread.plan_key` of each example plan of the prompt (:func:`examples`)."""
+    return planread.example_keys(examples(prompt)[1])
 
 
 def is_example(plan: Plan, prompt: str | None = None) -> bool:

@@ -1,20 +1,20 @@
 """The batched reward core: (ground truth, completion) pairs to rewards, as ``hwtp score`` gives them.
 
-Work is grouped per (design, mutant set): each group's completions become plans
-(:func:`hwtp.plan.extract_plan` on the response only), tied to their state, and go through
-the scoring path of ``hwtp score`` (:func:`hwtp.score.prepare`, the evaluations,
-:func:`hwtp.score.assemble`), so a plan gets the same reward here as from ``hwtp score`` on
-the same state. Identical completions for one state are simulated once. An invalid plan
-earns the invalid level (outcome ``invalid``, the reason in ``detail``); a timeout or error
-is indeterminate: reward None, never a number a trainer would learn from. The reward scheme
-(:mod:`hwtp.scheme`) is the configured one; an incremental scheme's reference kills are
-simulated once per mutant set and reference.
+Work is grouped per (design, mutant set): each group's completions become plans (the
+response only: :class:`hwtp.planread.Reader` compiles them in one pass, and what it cannot
+decide exactly :func:`hwtp.plan.extract_plan` reads), tied to their state, a chunk handed to
+the workers while the next is read, and go through the scoring path of ``hwtp score``
+(:func:`hwtp.score.prepare`, the evaluations, :func:`hwtp.score.assemble`), so a plan gets
+the same reward here as from ``hwtp score`` on the same state. Identical completions for one
+state are simulated once. An invalid plan earns the invalid level (outcome ``invalid``, the
+reason in ``detail``); a timeout or error is indeterminate: reward None, never a number a
+trainer would learn from. The reward scheme (:mod:`hwtp.scheme`) is the configured one; an
+incremental scheme's reference kills are simulated once per mutant set and reference.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hwtp import env
+from hwtp import env, planread
 from hwtp.errors import ConfigError, PlanError, RewardError
 from hwtp.executors.base import EXECUTORS, Target, schemata_target
 from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
 from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
-from hwtp.rewards.completion import is_example, response_text
+from hwtp.rewards.completion import example_keys, is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
 from hwtp.scheme import (
@@ -269,6 +269,7 @@ def reset() -> None:
         _settings = Settings()
         _registries.clear()
         _references.clear()
+        _readers.clear()
     _close_pools()
 
 
@@ -358,14 +359,30 @@ def _pool(mutant_set: MutantSet, set_digest: str) -> warm.WarmPool:
 _CHUNK = 16
 
 
-def _plan_input(text: Any, state: str, prompt: str | None) -> PlanInput:
+def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Reader | None = None) -> PlanInput:
     """The plan of one completion, or an invalid input with the reason: whatever the completion
-    holds (not text, not Unicode, a plan that does not parse), it costs only its own reward."""
+    holds (not text, not Unicode, a plan that does not parse), it costs only its own reward.
+    ``reader``: the fast reader of the design the plan is scored on (:mod:`hwtp.planread`);
+    what it cannot decide, and every completion without one, takes the path below, which
+    writes the located messages."""
     if not isinstance(text, str):
         reason = f"completion: expected text, got {type(text).__name__}"
         return PlanInput("x" + hashlib.sha256(reason.encode()).hexdigest()[:16], None, reason, state, "completion")
     response = response_text(text, prompt)
+    read = planread.UNDECIDED
+    if reader is not None:
+        try:
+            read = reader.read(response)
+        except Exception:  # never a reward of its own: the path below decides
+            _log.debug("hwtp.rewards: the fast plan reader failed; reading the plan again", exc_info=True)
+    if isinstance(read, tuple):
+        tests, ops, cycles = read
+        key = planread.plan_key(tests)
+        if key not in example_keys(prompt):  # an example plan: the path below says so
+            return PlanInput(key, None, None, state, "completion", compiled=(ops, cycles))
     plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    if read == planread.NO_PLAN:
+        return PlanInput(plan_id, None, read, state, "completion")
     try:
         plan = extract_plan(response, source="completion")
     except PlanError as exc:
@@ -376,9 +393,19 @@ def _plan_input(text: Any, state: str, prompt: str | None) -> PlanInput:
     if is_example(plan, prompt):
         return PlanInput(plan_id, None, "completion: the plan is the prompt's format example, not an answer", state)
     # the plan's id is its tests' content: completions that differ only in prose simulate once
-    tests = json.dumps(to_data(plan).get("tests"), sort_keys=True, default=str)
-    plan_id = "p" + hashlib.sha256(tests.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
-    return PlanInput(plan_id, plan, None, state, "completion")
+    return PlanInput(planread.plan_key(to_data(plan).get("tests")), plan, None, state, "completion")
+
+
+_readers: dict[tuple[str, int], planread.Reader] = {}  # (set hash, cycle limit): the design's reader
+
+
+def _reader(mutant_set: MutantSet, digest: str, max_cycles: int) -> planread.Reader:
+    key = (digest, max_cycles)
+    with _lock:
+        reader = _readers.get(key)
+        if reader is None:
+            reader = _readers[key] = planread.Reader(mutant_set.design, max_cycles)
+        return reader
 
 
 _references: dict[tuple[str, str, float], Reference] = {}  # (set hash, suite, penalty): its kills, simulated once
@@ -442,29 +469,22 @@ def _score_group(
     mutant_set: MutantSet, members: list[tuple[int, GroundTruth, str, str | None]], out: list[RewardResult | None]
 ) -> None:
     states = {m.id for m in mutant_set.valid} | {GOLDEN}
-    inputs: dict[tuple[str, str], PlanInput] = {}
-    keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
-    for index, truth, text, prompt in members:
+    for _index, truth, _text, _prompt in members:  # every ground truth checked before any work
         if truth.state not in states:
             raise RewardError(
                 f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
                 f"of design {truth.design!r} (golden or a valid mutant id)"
             )
-        p = _plan_input(text, truth.state, prompt)
-        inputs.setdefault((p.id, p.state or GOLDEN), p)
-        keys.append((index, truth, (p.id, p.state or GOLDEN)))
     config = _settings
     digest = members[0][1].mutant_set
     scheme = scheme_for(mutant_set, digest, config)
     score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
-    remote = config.executor_name() == "ray"
-    pool = None if remote else _pool(mutant_set, digest)
-    # Reading a completion's plan costs ~1-2 ms of this thread: compile the next chunk while the
-    # workers simulate the ones already submitted.
-    unique = list(inputs.values())
+    pool = None if config.executor_name() == "ray" else _pool(mutant_set, digest)
+    reader = _reader(mutant_set, digest, config.limits.max_cycles)
     pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
-    for start in range(0, len(unique), _CHUNK):
-        prepared = prepare(mutant_set, unique[start : start + _CHUNK], score_config)
+
+    def submit(chunk: list[PlanInput]) -> None:
+        prepared = prepare(mutant_set, chunk, score_config)
         evaluations = list(prepared.evaluations.values())
         if not evaluations:
             pending.append((prepared, None))
@@ -472,6 +492,24 @@ def _score_group(
             pending.append((prepared, pool.submit(evaluations)))
         else:
             pending.append((prepared, _ray_submit(mutant_set, digest, evaluations, config)))
+
+    # read a chunk, hand it to the workers, read the next one while they simulate (the first
+    # chunk is half as large, so that they start sooner)
+    seen: set[tuple[str, str]] = set()
+    keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
+    fresh: list[PlanInput] = []
+    for index, truth, text, prompt in members:
+        p = _plan_input(text, truth.state, prompt, reader)
+        key = (p.id, p.state or GOLDEN)
+        if key not in seen:
+            seen.add(key)
+            fresh.append(p)
+        keys.append((index, truth, key))
+        if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
+            submit(fresh)
+            fresh = []
+    if fresh:
+        submit(fresh)
     samples = {}
     for prepared, future in pending:
         results: dict[str, Any] = future.result() if future is not None else {}
