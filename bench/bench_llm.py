@@ -5,12 +5,14 @@ baseline in the same run:
 
 1. Throughput: the server waits 50 ms before each answer. Requests per second of the hwtp
    client at concurrency 1, 8 and 32 against a plain sequential ``httpx.Client`` loop
-   (goal: >= 20x at concurrency 32). Best of ``--rounds`` runs for each.
+   (goal: >= 20x at concurrency 32).
 2. Overhead: the server answers at once. Time per request of the hwtp client issuing one
    request at a time (request building, retry bookkeeping, parsing, with and without a
    response cache write per sample) against bare loops that post and decode the JSON with a
-   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x). The best of several
-   interleaved rounds is kept for each, to damp noise from other load on the machine.
+   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x).
+
+Every measurement runs once per repetition (``--reps``, interleaved with its baseline); each
+figure and each ratio (taken inside a repetition) is printed as median (min..max).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from reps import add_reps_argument, interleaved, load_report, ratios, spread  # bench/ is on sys.path
 
 from hwtp.llm.cache import ResponseCache
 from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
@@ -107,62 +110,67 @@ def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="hwtp.llm.client throughput and overhead")
-    parser.add_argument("--rounds", type=int, default=3, help="runs per measurement (best kept)")
-    parser.add_argument("--count", type=int, default=300, help="requests per overhead round")
+    add_reps_argument(parser, default=5)
+    parser.add_argument("--count", type=int, default=300, help="requests per overhead repetition")
     args = parser.parse_args()
     os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
     srv = _server_helpers()
     rows: list[tuple[str, str, str]] = []
     url, proc = srv.start_server({"delay": DELAY_S, "texts": ["tests:\n  - name: t\n"]})
     try:
-        seq_count = 40
-        base = max(seq_count / bare_loop(url, seq_count) for _ in range(args.rounds))
-        rows.append(("sequential httpx.Client loop (baseline)", f"{base:8.1f} req/s", "1.0x"))
-        for concurrency in (1, 8, 32):
-            count = max(40, concurrency * 20)
-            rate = max(count / hwtp_concurrent(url, count, concurrency) for _ in range(args.rounds))
-            goal = "  (goal >= 20x)" if concurrency == 32 else ""
+        seq_count, levels = 40, (1, 8, 32)
+        counts = {c: max(40, c * 20) for c in levels}
+        throughput: dict[str, Any] = {"base": lambda: seq_count / bare_loop(url, seq_count)}
+        for c in levels:
+            throughput[f"c{c}"] = lambda c=c: counts[c] / hwtp_concurrent(url, counts[c], c)
+        rates = interleaved(args.reps, throughput)
+        rows.append(("sequential httpx.Client loop (baseline)", f"{spread(rates['base']).show('.1f')} req/s", "1.0x"))
+        for c in levels:
+            goal = "  (goal >= 20x)" if c == 32 else ""
             rows.append(
                 (
-                    f"hwtp complete_many, concurrency {concurrency}",
-                    f"{rate:8.1f} req/s",
-                    f"{rate / base:.1f}x{goal}",
+                    f"hwtp complete_many, concurrency {c}",
+                    f"{spread(rates[f'c{c}']).show('.1f')} req/s",
+                    f"{ratios(rates[f'c{c}'], rates['base']).show('.1f', 'x')}{goal}",
                 )
             )
         srv.control(url, texts=["tests:\n  - name: t\n"])  # answer at once
-        per: dict[str, list[float]] = {"sync": [], "async": [], "cache": [], "plain": []}
         with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp)) as cache:
-            for _ in range(args.rounds):
-                per["sync"].append(bare_loop(url, args.count) / args.count)
-                per["async"].append(bare_async_loop(url, args.count) / args.count)
-                per["cache"].append(hwtp_sequential(url, args.count, cache) / args.count)
-                per["plain"].append(hwtp_sequential(url, args.count, None) / args.count)
-        best = {name: min(times) for name, times in per.items()}
-        sync, bare = best["sync"], best["async"]
+            per = interleaved(
+                args.reps,
+                {
+                    "sync": lambda: bare_loop(url, args.count) / args.count,
+                    "async": lambda: bare_async_loop(url, args.count) / args.count,
+                    "cache": lambda: hwtp_sequential(url, args.count, cache) / args.count,
+                    "plain": lambda: hwtp_sequential(url, args.count, None) / args.count,
+                },
+            )
+        ms = {name: [t * 1e3 for t in times] for name, times in per.items()}
         rows += [
-            ("bare httpx.Client loop, no delay (baseline)", f"{sync * 1e3:8.2f} ms/req", "1.00x"),
+            ("bare httpx.Client loop, no delay (baseline)", f"{spread(ms['sync']).show()} ms/req", "1.00x"),
             (
                 "bare httpx.AsyncClient loop, no delay",
-                f"{bare * 1e3:8.2f} ms/req",
-                f"{bare / sync:.2f}x",
+                f"{spread(ms['async']).show()} ms/req",
+                ratios(ms["async"], ms["sync"]).show(unit="x"),
             ),
         ]
         for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
-            t = best[name]
             rows.append(
                 (
                     f"{label}, no delay",
-                    f"{t * 1e3:8.2f} ms/req",
-                    f"{t / sync:.2f}x vs sync, {t / bare:.2f}x vs async  (goal <= 2x)",
+                    f"{spread(ms[name]).show()} ms/req",
+                    f"{ratios(ms[name], ms['sync']).show(unit='x')} vs sync, "
+                    f"{ratios(ms[name], ms['async']).show(unit='x')} vs async  (goal <= 2x)",
                 )
             )
     finally:
         srv.stop_server(proc)
     width = max(len(r[0]) for r in rows)
-    print(f"{'measurement':<{width}}  {'result':>16}  ratio")
+    print(f"{'measurement':<{width}}  {'median (min..max)':>28}  ratio, median (min..max)")
     for name, value, ratio in rows:
-        print(f"{name:<{width}}  {value:>16}  {ratio}")
+        print(f"{name:<{width}}  {value:>28}  {ratio}")
 
 
 if __name__ == "__main__":
-    main()
+    with load_report("hwtp.llm.client against the local test server"):
+        main()
