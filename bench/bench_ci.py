@@ -210,24 +210,24 @@ def main() -> None:
     parser.add_argument("--also-no-ccache", action="store_true", help="measure again with ccache off")
     add_reps_argument(parser)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hwtp-bench-proj-") as tmp:
-        config = make_project(args.design, Path(tmp), args.jobs)
-        print(
-            f"hwtp ci vs per-mutant builds: {args.design}, {MUTANTS} mutants + golden, testbench = "
-            f"the reference plan as cocotb tests, -j {args.jobs}, {args.reps} reps; totals and speed-ups "
-            f"median (min..max)",
-            flush=True,
-        )
-        cc = toolchain.ccache() is not None
-        rows, whole = measure(config, args.baseline_mutants, args.reps, "ccache warm" if cc else "no ccache")
-        if cc and args.also_no_ccache:
-            with ccache_off(True):
-                more, _ = measure(config, max(2, args.baseline_mutants - 1), args.reps, "no ccache")
-            rows += more
-        rows.append(f"4 shards merged == unsharded: {sharded_equal(config, whole)}")
-    print("\n".join(rows))
+    with load_report("hwtp ci against building and running each mutant on its own"):
+        with tempfile.TemporaryDirectory(prefix="hwtp-bench-proj-") as tmp:
+            config = make_project(args.design, Path(tmp), args.jobs)
+            print(
+                f"hwtp ci vs per-mutant builds: {args.design}, {MUTANTS} mutants + golden, testbench = "
+                f"the reference plan as cocotb tests, -j {args.jobs}, {args.reps} reps; totals and speed-ups "
+                f"median (min..max)",
+                flush=True,
+            )
+            cc = toolchain.ccache() is not None
+            rows, whole = measure(config, args.baseline_mutants, args.reps, "ccache warm" if cc else "no ccache")
+            if cc and args.also_no_ccache:
+                with ccache_off(True):
+                    more, _ = measure(config, max(2, args.baseline_mutants - 1), args.reps, "no ccache")
+                rows += more
+            rows.append(f"4 shards merged == unsharded: {sharded_equal(config, whole)}")
+        print("\n".join(rows))
 
 
 if __name__ == "__main__":
-    with load_report("hwtp ci against building and running each mutant on its own"):
-        main()
+    main()

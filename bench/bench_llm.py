@@ -111,66 +111,68 @@ def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description="hwtp.llm.client throughput and overhead")
     add_reps_argument(parser, default=5)
-    parser.add_argument("--count", type=int, default=300, help="requests per overhead repetition")
+    parser.add_argument("--count", type=int, default=1000, help="requests per overhead repetition")
     args = parser.parse_args()
-    os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
-    srv = _server_helpers()
-    rows: list[tuple[str, str, str]] = []
-    url, proc = srv.start_server({"delay": DELAY_S, "texts": ["tests:\n  - name: t\n"]})
-    try:
-        seq_count, levels = 40, (1, 8, 32)
-        counts = {c: max(40, c * 20) for c in levels}
-        throughput: dict[str, Any] = {"base": lambda: seq_count / bare_loop(url, seq_count)}
-        for c in levels:
-            throughput[f"c{c}"] = lambda c=c: counts[c] / hwtp_concurrent(url, counts[c], c)
-        rates = interleaved(args.reps, throughput)
-        rows.append(("sequential httpx.Client loop (baseline)", f"{spread(rates['base']).show('.1f')} req/s", "1.0x"))
-        for c in levels:
-            goal = "  (goal >= 20x)" if c == 32 else ""
+    with load_report("hwtp.llm.client against the local test server"):
+        os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
+        srv = _server_helpers()
+        rows: list[tuple[str, str, str]] = []
+        url, proc = srv.start_server({"delay": DELAY_S, "texts": ["tests:\n  - name: t\n"]})
+        try:
+            seq_count, levels = 40, (1, 8, 32)
+            counts = {c: max(40, c * 20) for c in levels}
+            throughput: dict[str, Any] = {"base": lambda: seq_count / bare_loop(url, seq_count)}
+            for c in levels:
+                throughput[f"c{c}"] = lambda c=c: counts[c] / hwtp_concurrent(url, counts[c], c)
+            rates = interleaved(args.reps, throughput)
             rows.append(
-                (
-                    f"hwtp complete_many, concurrency {c}",
-                    f"{spread(rates[f'c{c}']).show('.1f')} req/s",
-                    f"{ratios(rates[f'c{c}'], rates['base']).show('.1f', 'x')}{goal}",
+                ("sequential httpx.Client loop (baseline)", f"{spread(rates['base']).show('.1f')} req/s", "1.0x")
+            )
+            for c in levels:
+                goal = "  (goal >= 20x)" if c == 32 else ""
+                rows.append(
+                    (
+                        f"hwtp complete_many, concurrency {c}",
+                        f"{spread(rates[f'c{c}']).show('.1f')} req/s",
+                        f"{ratios(rates[f'c{c}'], rates['base']).show('.1f', 'x')}{goal}",
+                    )
                 )
-            )
-        srv.control(url, texts=["tests:\n  - name: t\n"])  # answer at once
-        with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp)) as cache:
-            per = interleaved(
-                args.reps,
-                {
-                    "sync": lambda: bare_loop(url, args.count) / args.count,
-                    "async": lambda: bare_async_loop(url, args.count) / args.count,
-                    "cache": lambda: hwtp_sequential(url, args.count, cache) / args.count,
-                    "plain": lambda: hwtp_sequential(url, args.count, None) / args.count,
-                },
-            )
-        ms = {name: [t * 1e3 for t in times] for name, times in per.items()}
-        rows += [
-            ("bare httpx.Client loop, no delay (baseline)", f"{spread(ms['sync']).show()} ms/req", "1.00x"),
-            (
-                "bare httpx.AsyncClient loop, no delay",
-                f"{spread(ms['async']).show()} ms/req",
-                ratios(ms["async"], ms["sync"]).show(unit="x"),
-            ),
-        ]
-        for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
-            rows.append(
-                (
-                    f"{label}, no delay",
-                    f"{spread(ms[name]).show()} ms/req",
-                    f"{ratios(ms[name], ms['sync']).show(unit='x')} vs sync, "
-                    f"{ratios(ms[name], ms['async']).show(unit='x')} vs async  (goal <= 2x)",
+            srv.control(url, texts=["tests:\n  - name: t\n"])  # answer at once
+            with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp)) as cache:
+                per = interleaved(
+                    args.reps,
+                    {
+                        "sync": lambda: bare_loop(url, args.count) / args.count,
+                        "async": lambda: bare_async_loop(url, args.count) / args.count,
+                        "cache": lambda: hwtp_sequential(url, args.count, cache) / args.count,
+                        "plain": lambda: hwtp_sequential(url, args.count, None) / args.count,
+                    },
                 )
-            )
-    finally:
-        srv.stop_server(proc)
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measurement':<{width}}  {'median (min..max)':>28}  ratio, median (min..max)")
-    for name, value, ratio in rows:
-        print(f"{name:<{width}}  {value:>28}  {ratio}")
+            ms = {name: [t * 1e3 for t in times] for name, times in per.items()}
+            rows += [
+                ("bare httpx.Client loop, no delay (baseline)", f"{spread(ms['sync']).show()} ms/req", "1.00x"),
+                (
+                    "bare httpx.AsyncClient loop, no delay",
+                    f"{spread(ms['async']).show()} ms/req",
+                    ratios(ms["async"], ms["sync"]).show(unit="x"),
+                ),
+            ]
+            for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
+                rows.append(
+                    (
+                        f"{label}, no delay",
+                        f"{spread(ms[name]).show()} ms/req",
+                        f"{ratios(ms[name], ms['sync']).show(unit='x')} vs sync, "
+                        f"{ratios(ms[name], ms['async']).show(unit='x')} vs async  (goal <= 2x)",
+                    )
+                )
+        finally:
+            srv.stop_server(proc)
+        width = max(len(r[0]) for r in rows)
+        print(f"{'measurement':<{width}}  {'median (min..max)':>28}  ratio, median (min..max)")
+        for name, value, ratio in rows:
+            print(f"{name:<{width}}  {value:>28}  {ratio}")
 
 
 if __name__ == "__main__":
-    with load_report("hwtp.llm.client against the local test server"):
-        main()
+    main()

@@ -197,79 +197,80 @@ def main() -> None:
     ap.add_argument("--step-states", type=int, default=8)
     ap.add_argument("--step-seconds", type=float, default=10.0)
     args = ap.parse_args()
+    with load_report("evaluations on Ray actors against one local warm worker"):
+        root = Path(tempfile.mkdtemp(prefix="hwtp-bench-ray-"))
+        try:
+            target, evs = workload(args.design, args.states, args.evaluations, root)
+            target.build()  # cached before anything is timed
+            n = len(evs)
+            print(f"{args.design}: {n} evaluations, chunks of {args.chunk}, {args.reps} reps", flush=True)
+            rows: list[tuple[str, int, Row]] = []
+            with WarmPool(target.build(), target.design, workers=1) as pool:
+                local = lambda: pool.run(evs)  # noqa: E731
+                reference = local()  # warm-up; the results every configuration must equal
 
-    root = Path(tempfile.mkdtemp(prefix="hwtp-bench-ray-"))
-    try:
-        target, evs = workload(args.design, args.states, args.evaluations, root)
-        target.build()  # cached before anything is timed
-        n = len(evs)
-        print(f"{args.design}: {n} evaluations, chunks of {args.chunk}, {args.reps} reps", flush=True)
-        rows: list[tuple[str, int, Row]] = []
-        with WarmPool(target.build(), target.design, workers=1) as pool:
-            local = lambda: pool.run(evs)  # noqa: E731
-            reference = local()  # warm-up; the results every configuration must equal
+                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+                for label, actors in (("ray, 1 actor", 1), ("ray, 2 actors", 2)):
+                    rows.append((label, actors, ray_rows(actors, target, evs, args, local)))
+                row, firsts = shared_rows(target, evs, args, local)
+                rows.append(("ray, 2 actors, 2 callers", 2, row))
+                shipped = build_compare(target) if args.build else None
+                ray.shutdown()
 
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            for label, actors in (("ray, 1 actor", 1), ("ray, 2 actors", 2)):
-                rows.append((label, actors, ray_rows(actors, target, evs, args, local)))
-            row, firsts = shared_rows(target, evs, args, local)
-            rows.append(("ray, 2 actors, 2 callers", 2, row))
-            shipped = build_compare(target) if args.build else None
-            ray.shutdown()
+                cluster = ray.cluster_utils.Cluster(
+                    initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+                )
+                cluster.add_node(num_cpus=1)
+                ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+                cluster.wait_for_nodes()
+                rows.append(("ray, 2 nodes x 1 CPU", 2, ray_rows(2, target, evs, args, local)))
+                ray.shutdown()
+                cluster.shutdown()
+            for label, _, row in rows:
+                assert same(row.out, reference), label
 
-            cluster = ray.cluster_utils.Cluster(
-                initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
-            )
-            cluster.add_node(num_cpus=1)
-            ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-            cluster.wait_for_nodes()
-            rows.append(("ray, 2 nodes x 1 CPU", 2, ray_rows(2, target, evs, args, local)))
-            ray.shutdown()
-            cluster.shutdown()
-        for label, _, row in rows:
-            assert same(row.out, reference), label
-
-        local_rates = [n / t for _, _, row in rows for t in row.local_s]
-        print(f"local, 1 worker (baseline, measured beside every row): {spread(local_rates).show('.0f')} evals/s")
-        print(f"{'configuration':<26}{'evals/s':>20}{'speed-up':>22}{'efficiency':>22}")
-        for label, workers, row in rows:
-            rate = spread([n / t for t in row.seconds])
-            speed_up = ratios(row.local_s, row.seconds)
-            efficiency = spread([v / workers for v in speed_up.values])
-            print(f"{label:<26}{rate.show('.0f'):>20}{speed_up.show():>22}{efficiency.show():>22}")
-        print(
-            f"first call of the process that makes the shared pool: {firsts[0]:.2f} s; "
-            f"of the process that joins it: {firsts[1]:.2f} s (about {len(evs) // 2} evaluations each)"
-        )
-        ray1 = rows[0][2]
-        overhead = spread([r / b - 1 for r, b in zip(ray1.seconds, ray1.local_s, strict=True)])
-        per_ms = spread([(r - b) / n * 1e3 for r, b in zip(ray1.seconds, ray1.local_s, strict=True)])
-        met = "met" if overhead.median <= 0.10 else "NOT met"
-        print(
-            f"Ray overhead at chunks of {args.chunk} (1 actor against the local worker): "
-            f"{overhead.median:+.1%} ({overhead.low:+.1%}..{overhead.high:+.1%}), "
-            f"{per_ms.show('+.2f', ' ms')} per evaluation; goal <= 10% (median): {met}"
-        )
-        per_ev = bytes_per_evaluation(target, evs, reference, args.chunk)
-        print(f"bytes per evaluation through Ray: {per_ev:.0f} (evaluations sent + result lines back + target once)")
-        if shipped:
+            local_rates = [n / t for _, _, row in rows for t in row.local_s]
+            print(f"local, 1 worker (baseline, measured beside every row): {spread(local_rates).show('.0f')} evals/s")
+            print(f"{'configuration':<26}{'evals/s':>20}{'speed-up':>22}{'efficiency':>22}")
+            for label, workers, row in rows:
+                rate = spread([n / t for t in row.seconds])
+                speed_up = ratios(row.local_s, row.seconds)
+                efficiency = spread([v / workers for v in speed_up.values])
+                print(f"{label:<26}{rate.show('.0f'):>20}{speed_up.show():>22}{efficiency.show('.0%'):>22}")
             print(
-                f"build per node {shipped['build_s']:.1f} s vs ship the build: {shipped['ship_mb']:.1f} MB "
-                f"packed, through the object store and unpacked in {shipped['ship_s']:.2f} s"
+                f"first call of the process that makes the shared pool: {firsts[0]:.2f} s; "
+                f"of the process that joins it: {firsts[1]:.2f} s (about {len(evs) // 2} evaluations each)"
             )
-        per_core = n / statistics.median(ray1.seconds)
-        step = args.completions * (1 + args.step_states)
-        efficiency = statistics.median(ratios(rows[-1][2].local_s, rows[-1][2].seconds).values) / 2
-        cores = step / (args.step_seconds * per_core * efficiency)
-        print(
-            f"capacity (medians): {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} "
-            f"completions x {args.step_states} states = {step} evaluations (a shared golden each) in "
-            f"{args.step_seconds:g} s needs ~{cores:.1f} cores at the 2-node efficiency ({efficiency:.0%})"
-        )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+            ray1 = rows[0][2]
+            overhead = spread([r / b - 1 for r, b in zip(ray1.seconds, ray1.local_s, strict=True)])
+            per_ms = spread([(r - b) / n * 1e3 for r, b in zip(ray1.seconds, ray1.local_s, strict=True)])
+            met = "met" if overhead.median <= 0.10 else "NOT met"
+            print(
+                f"Ray overhead at chunks of {args.chunk} (1 actor against the local worker): "
+                f"{overhead.median:+.1%} ({overhead.low:+.1%}..{overhead.high:+.1%}), "
+                f"{per_ms.show('+.2f', ' ms')} per evaluation; goal <= 10% (median): {met}"
+            )
+            per_ev = bytes_per_evaluation(target, evs, reference, args.chunk)
+            print(
+                f"bytes per evaluation through Ray: {per_ev:.0f} (evaluations sent + result lines back + target once)"
+            )
+            if shipped:
+                print(
+                    f"build per node {shipped['build_s']:.1f} s vs ship the build: {shipped['ship_mb']:.1f} MB "
+                    f"packed, through the object store and unpacked in {shipped['ship_s']:.2f} s"
+                )
+            per_core = n / statistics.median(ray1.seconds)
+            step = args.completions * (1 + args.step_states)
+            efficiency = statistics.median(ratios(rows[-1][2].local_s, rows[-1][2].seconds).values) / 2
+            cores = step / (args.step_seconds * per_core * efficiency)
+            print(
+                f"capacity (medians): {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} "
+                f"completions x {args.step_states} states = {step} evaluations (a shared golden each) in "
+                f"{args.step_seconds:g} s needs ~{cores:.1f} cores at the 2-node efficiency ({efficiency:.0%})"
+            )
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    with load_report("evaluations on Ray actors against one local warm worker"):
-        main()
+    main()

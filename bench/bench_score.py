@@ -105,62 +105,62 @@ def main() -> None:
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     add_reps_argument(parser)
     args = parser.parse_args()
-    design = load_design(args.design)
-    icarus = shutil.which("iverilog") is not None
-    with private_cache() as private:
-        mutant_set = engine.mutate(design, engine.MutationConfig(n=args.mutants, witness_cycles=0, jobs=args.jobs))
-        plans = make_plans(mutant_set, args.plans)
-        warm_cache = private / "warm"
+    with load_report("hwtp score vs the per-bug CI flow"):
+        design = load_design(args.design)
+        icarus = shutil.which("iverilog") is not None
+        with private_cache() as private:
+            mutant_set = engine.mutate(design, engine.MutationConfig(n=args.mutants, witness_cycles=0, jobs=args.jobs))
+            plans = make_plans(mutant_set, args.plans)
+            warm_cache = private / "warm"
 
-        def cold() -> tuple[float, int]:
-            with tempfile.TemporaryDirectory(prefix="hwtp-bench-cold-") as tmp:
-                return hwtp_run(mutant_set, plans, Path(tmp), args.jobs)
+            def cold() -> tuple[float, int]:
+                with tempfile.TemporaryDirectory(prefix="hwtp-bench-cold-") as tmp:
+                    return hwtp_run(mutant_set, plans, Path(tmp), args.jobs)
 
-        def base() -> tuple[float, int]:
-            with tempfile.TemporaryDirectory(prefix="hwtp-bench-base-") as tmp:
-                return baseline(mutant_set, plans, args.baseline_mutants, Path(tmp))
+            def base() -> tuple[float, int]:
+                with tempfile.TemporaryDirectory(prefix="hwtp-bench-base-") as tmp:
+                    return baseline(mutant_set, plans, args.baseline_mutants, Path(tmp))
 
-        flows: dict[str, Callable[[], tuple[float, int]]] = {
-            "base": base,
-            "cold": cold,
-            "warm": lambda: hwtp_run(mutant_set, plans, warm_cache, args.jobs),
+            flows: dict[str, Callable[[], tuple[float, int]]] = {
+                "base": base,
+                "cold": cold,
+                "warm": lambda: hwtp_run(mutant_set, plans, warm_cache, args.jobs),
+            }
+            if icarus:
+                flows["icarus"] = lambda: hwtp_run(mutant_set, plans, warm_cache, args.jobs, "icarus")
+            for flow in flows.values():  # not measured: fills ccache for both flows and the warm build cache
+                flow()
+            got = interleaved(args.reps, flows)
+            harness = [harness_speed(mutant_set, plans, warm_cache, repeat=4) for _ in range(args.reps)]
+        rate = {name: [n / s for s, n in runs] for name, runs in got.items()}
+        n_evals, base_n = got["cold"][0][1], got["base"][0][1]
+        valid = len(mutant_set.valid)
+        print(f"design {args.design}: {len(plans)} plans x ({valid} valid mutants + golden) = {n_evals} evaluations")
+        print(f"{'flow':<44}{'evals/s, median (min..max)':>30}{'vs baseline':>26}")
+        print(
+            f"{'baseline (build per mutant, process per eval)':<44}{spread(rate['base']).show():>30}{'1.0x':>26}"
+            f"   (measured on {args.baseline_mutants} mutants x {len(plans)} plans = {base_n} evals, extrapolated)"
+        )
+        labels = {
+            "cold": "hwtp cold (empty build cache)",
+            "warm": "hwtp warm (build cached)",
+            "icarus": "hwtp warm, Icarus backend",
         }
-        if icarus:
-            flows["icarus"] = lambda: hwtp_run(mutant_set, plans, warm_cache, args.jobs, "icarus")
-        for flow in flows.values():  # not measured: fills ccache for both flows and the warm build cache
-            flow()
-        got = interleaved(args.reps, flows)
-        harness = [harness_speed(mutant_set, plans, warm_cache, repeat=4) for _ in range(args.reps)]
-    rate = {name: [n / s for s, n in runs] for name, runs in got.items()}
-    n_evals, base_n = got["cold"][0][1], got["base"][0][1]
-    valid = len(mutant_set.valid)
-    print(f"design {args.design}: {len(plans)} plans x ({valid} valid mutants + golden) = {n_evals} evaluations")
-    print(f"{'flow':<44}{'evals/s, median (min..max)':>30}{'vs baseline':>26}")
-    print(
-        f"{'baseline (build per mutant, process per eval)':<44}{spread(rate['base']).show():>30}{'1.0x':>26}"
-        f"   (measured on {args.baseline_mutants} mutants x {len(plans)} plans = {base_n} evals, extrapolated)"
-    )
-    labels = {
-        "cold": "hwtp cold (empty build cache)",
-        "warm": "hwtp warm (build cached)",
-        "icarus": "hwtp warm, Icarus backend",
-    }
-    for name, label in labels.items():
-        if name in rate:
-            versus = ratios(rate[name], rate["base"]).show(".1f", "x")
-            print(f"{label:<44}{spread(rate[name]).show('.1f'):>30}{versus:>26}")
-    cycles = harness[0][1]
-    print(
-        f"{'harness inside one process, per core':<44}{spread([h[0] for h in harness]).show('.0f'):>30}"
-        f"   (plans of <= {cycles} cycles incl. reset; goal >= 2000/s)"
-    )
-    warm_s = spread([s for s, _ in got["warm"]])
-    print(
-        f"baseline full matrix would take ~{n_evals / spread(rate['base']).median:.0f} s; "
-        f"hwtp warm {warm_s.show('.1f', ' s')}"
-    )
+        for name, label in labels.items():
+            if name in rate:
+                versus = ratios(rate[name], rate["base"]).show(".1f", "x")
+                print(f"{label:<44}{spread(rate[name]).show('.1f'):>30}{versus:>26}")
+        cycles = harness[0][1]
+        print(
+            f"{'harness inside one process, per core':<44}{spread([h[0] for h in harness]).show('.0f'):>30}"
+            f"   (plans of <= {cycles} cycles incl. reset; goal >= 2000/s)"
+        )
+        warm_s = spread([s for s, _ in got["warm"]])
+        print(
+            f"baseline full matrix would take ~{n_evals / spread(rate['base']).median:.0f} s; "
+            f"hwtp warm {warm_s.show('.1f', ' s')}"
+        )
 
 
 if __name__ == "__main__":
-    with load_report("hwtp score vs the per-bug CI flow"):
-        main()
+    main()
