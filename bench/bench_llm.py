@@ -9,7 +9,9 @@ baseline in the same run:
 2. Overhead: the server answers at once. Time per request of the hwtp client issuing one
    request at a time (request building, retry bookkeeping, parsing, with and without a
    response cache write per sample) against bare loops that post and decode the JSON with a
-   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x).
+   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x), in wall time and
+   in this process's CPU time (the client's own cost: far less sensitive than wall time to
+   other work on the machine, which also delays the server).
 
 Every measurement runs once per repetition (``--reps``, interleaved with its baseline); each
 figure and each ratio (taken inside a repetition) is printed as median (min..max).
@@ -27,7 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from reps import add_reps_argument, interleaved, load_report, ratios, spread  # bench/ is on sys.path
+from reps import (
+    Clock,
+    add_reps_argument,
+    clock,
+    interleaved,
+    load_report,
+    ratios,
+    since,
+    spread,
+)  # bench/ is on sys.path
 
 from hwtp.llm.cache import ResponseCache
 from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
@@ -56,28 +67,28 @@ def _body(i: int) -> dict[str, Any]:
     return {"model": "bench", "messages": _prompt(i), "temperature": 1.0, "top_p": 1.0}
 
 
-def bare_loop(url: str, count: int) -> float:
+def bare_loop(url: str, count: int) -> Clock:
     """Seconds for ``count`` sequential posts with a plain httpx.Client (JSON decoded)."""
     with httpx.Client(timeout=30) as client:
         client.post(f"{url}/chat/completions", json=_body(-1)).json()  # warm the connection
-        start = time.perf_counter()
+        start = clock()
         for i in range(count):
             data = client.post(f"{url}/chat/completions", json=_body(i)).json()
             assert data["choices"][0]["message"]["content"]
-        return time.perf_counter() - start
+        return since(start)
 
 
-def bare_async_loop(url: str, count: int) -> float:
+def bare_async_loop(url: str, count: int) -> Clock:
     """Seconds for ``count`` sequential posts with a plain httpx.AsyncClient (JSON decoded)."""
 
-    async def run() -> float:
+    async def run() -> Clock:
         async with httpx.AsyncClient(timeout=30) as client:
             await client.post(f"{url}/chat/completions", json=_body(-1))
-            start = time.perf_counter()
+            start = clock()
             for i in range(count):
                 response = await client.post(f"{url}/chat/completions", json=_body(i))
                 assert response.json()["choices"][0]["message"]["content"]
-            return time.perf_counter() - start
+            return since(start)
 
     return asyncio.run(run())
 
@@ -93,17 +104,17 @@ def hwtp_concurrent(url: str, count: int, concurrency: int) -> float:
     return elapsed
 
 
-def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> float:
+def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> Clock:
     """Seconds for ``count`` prompts awaited one at a time (cache misses, then writes)."""
     config = ClientConfig(url, "bench", concurrency=1)
 
-    async def run() -> float:
+    async def run() -> Clock:
         async with ChatClient(config, cache=cache, refresh=True) as client:
             await client.complete(_prompt(-1))  # warm the connection
-            start = time.perf_counter()
+            start = clock()
             for i in range(count):
                 await client.complete(_prompt(i))
-            return time.perf_counter() - start
+            return since(start)
 
     return asyncio.run(run())
 
@@ -121,7 +132,7 @@ def main() -> None:
         try:
             seq_count, levels = 40, (1, 8, 32)
             counts = {c: max(40, c * 20) for c in levels}
-            throughput: dict[str, Any] = {"base": lambda: seq_count / bare_loop(url, seq_count)}
+            throughput: dict[str, Any] = {"base": lambda: seq_count / bare_loop(url, seq_count)[0]}
             for c in levels:
                 throughput[f"c{c}"] = lambda c=c: counts[c] / hwtp_concurrent(url, counts[c], c)
             rates = interleaved(args.reps, throughput)
@@ -142,30 +153,35 @@ def main() -> None:
                 per = interleaved(
                     args.reps,
                     {
-                        "sync": lambda: bare_loop(url, args.count) / args.count,
-                        "async": lambda: bare_async_loop(url, args.count) / args.count,
-                        "cache": lambda: hwtp_sequential(url, args.count, cache) / args.count,
-                        "plain": lambda: hwtp_sequential(url, args.count, None) / args.count,
+                        "sync": lambda: bare_loop(url, args.count),
+                        "async": lambda: bare_async_loop(url, args.count),
+                        "cache": lambda: hwtp_sequential(url, args.count, cache),
+                        "plain": lambda: hwtp_sequential(url, args.count, None),
                     },
                 )
-            ms = {name: [t * 1e3 for t in times] for name, times in per.items()}
-            rows += [
-                ("bare httpx.Client loop, no delay (baseline)", f"{spread(ms['sync']).show()} ms/req", "1.00x"),
-                (
-                    "bare httpx.AsyncClient loop, no delay",
-                    f"{spread(ms['async']).show()} ms/req",
-                    ratios(ms["async"], ms["sync"]).show(unit="x"),
-                ),
-            ]
-            for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
-                rows.append(
+            for kind, which in (("wall", 0), ("CPU", 1)):
+                ms = {name: [c[which] / args.count * 1e3 for c in clocks] for name, clocks in per.items()}
+                rows += [
                     (
-                        f"{label}, no delay",
-                        f"{spread(ms[name]).show()} ms/req",
-                        f"{ratios(ms[name], ms['sync']).show(unit='x')} vs sync, "
-                        f"{ratios(ms[name], ms['async']).show(unit='x')} vs async  (goal <= 2x)",
+                        f"bare httpx.Client loop, no delay (baseline), {kind}",
+                        f"{spread(ms['sync']).show()} ms/req",
+                        "1.00x",
+                    ),
+                    (
+                        f"bare httpx.AsyncClient loop, no delay, {kind}",
+                        f"{spread(ms['async']).show()} ms/req",
+                        ratios(ms["async"], ms["sync"]).show(unit="x"),
+                    ),
+                ]
+                for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
+                    rows.append(
+                        (
+                            f"{label}, no delay, {kind}",
+                            f"{spread(ms[name]).show()} ms/req",
+                            f"{ratios(ms[name], ms['sync']).show(unit='x')} vs sync, "
+                            f"{ratios(ms[name], ms['async']).show(unit='x')} vs async  (goal <= 2x)",
+                        )
                     )
-                )
         finally:
             srv.stop_server(proc)
         width = max(len(r[0]) for r in rows)

@@ -12,6 +12,7 @@ import argparse
 import os
 import statistics
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,6 +84,20 @@ def interleaved(reps: int, runs: Mapping[str, Callable[[], T]]) -> dict[str, lis
         for name in names if rep % 2 == 0 else reversed(names):
             out[name].append(runs[name]())
     return out
+
+
+Clock = tuple[float, float]  # (wall seconds, CPU seconds of this process, all its threads)
+
+
+def clock() -> Clock:
+    """Now, on both clocks: CPU time is what a benchmark's own code costs, far less sensitive
+    than wall time to other work on the machine."""
+    return time.perf_counter(), time.process_time()
+
+
+def since(start: Clock) -> Clock:
+    wall, cpu = clock()
+    return wall - start[0], cpu - start[1]
 
 
 def load_average() -> str:

@@ -50,7 +50,7 @@ def test_a_benchmark_runs_end_to_end_and_prints_its_spread() -> None:
     lines = done.stdout.splitlines()
     assert lines[1].startswith("load average at start: ") and lines[-1].startswith("load average at end: ")
     rows = [line for line in lines if line.startswith(("per-group", "vectorised"))]
-    assert len(rows) == 3 and all(line.count("..") == 2 for line in rows), rows  # seconds and speed-up ranges
+    assert len(rows) == 6 and all(line.count("..") == 2 for line in rows), rows  # wall and CPU: seconds, speed-up
 
 
 def test_too_few_repetitions_are_refused() -> None:
