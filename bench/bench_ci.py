@@ -146,7 +146,7 @@ def hwtp_flow(config: CiConfig, shared: bool, verify: bool, verdicts: Path) -> F
             shutil.copytree(cache / VERDICTS, verdicts, dirs_exist_ok=True)
     score = f"{report.score:.0%}" if report.score is not None else "n/a"
     detail = f"({report.counts['valid']} mutants, score {score}, build {report.build_seconds:.1f} s)"
-    return Flow(total, f"{detail} [{notes[0] if notes else ''}]", report)
+    return Flow(total, f"{detail} [{'; '.join(notes[1:])}]", report)
 
 
 VERDICTS = "ci-shared"  # where hwtp.ci.shared records soundness verdicts in the cache folder
