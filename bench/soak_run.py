@@ -31,22 +31,9 @@ def main() -> int:
             rundir = Path(tmp) / f"r{i}"
             start = time.perf_counter()
             proc = subprocess.run(
-                [
-                    hwtp,
-                    "run",
-                    args.design,
-                    "-o",
-                    str(rundir),
-                    "--states",
-                    str(args.states),
-                    "-G",
-                    str(args.samples),
-                    "-j",
-                    "2",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
+                [hwtp, "run", args.design, "-o", str(rundir), "--states", str(args.states),
+                 "-G", str(args.samples), "-j", "2"],
+                capture_output=True, text=True, check=False,
             )
             seconds = time.perf_counter() - start
             if proc.returncode != 0:
