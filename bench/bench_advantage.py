@@ -20,16 +20,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from reps import (
-    Clock,
-    add_reps_argument,
-    clock,
-    interleaved,
-    load_report,
-    ratios,
-    since,
-    spread,
-)  # bench/ is on sys.path
+from reps import Clock, add_reps_argument, clock, interleaved, load_report, ratios, since, spread  # bench/ on sys.path
 
 from hwtp.advantage import PRESETS, AdvantageConfig, compute_advantages
 

@@ -29,16 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from reps import (
-    Clock,
-    add_reps_argument,
-    clock,
-    interleaved,
-    load_report,
-    ratios,
-    since,
-    spread,
-)  # bench/ is on sys.path
+from reps import Clock, add_reps_argument, clock, interleaved, load_report, ratios, since, spread  # bench/ on sys.path
 
 from hwtp.llm.cache import ResponseCache
 from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
