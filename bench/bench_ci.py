@@ -17,11 +17,15 @@ simulator process, and use the same Verilator build options.
 - shards: the same run as 4 shards (``shard=(i, 4)``) merged (:func:`hwtp.ci.shards.merge`);
   the merged report must equal the unsharded one (wall-clock fields aside).
 
-Both are measured twice in the same run: with ccache warm (Verilator's runtime objects
-cached, as on a CI machine that keeps a ccache folder) and with ccache off (a plain machine).
-Build caches start empty in each case.
+Every flow starts from the same state: an empty hwtp cache folder of its own (a private
+HWTP_CACHE_DIR: mutant validation, the build and the verdicts start from nothing; the
+"verdict recorded" flow's holds only the verdict the first use recorded) and ccache warm (an
+unmeasured pass of every flow fills it, as on a CI machine that keeps a ccache folder;
+--also-no-ccache measures again with ccache off, a plain machine). Then --reps repetitions,
+the flows' order reversed on every other one; totals and speed-ups (taken inside a
+repetition) are printed as median (min..max).
 
-Run: python bench/bench_ci.py [--design counter_en_load] [--baseline-mutants 3] [-j 2] [--skip-no-ccache]
+Run: python bench/bench_ci.py [--design counter_en_load] [--baseline-mutants 3] [-j 2] [--reps 3]
 """
 
 from __future__ import annotations
@@ -29,12 +33,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from reps import add_reps_argument, interleaved, load_report, private_cache, ratios, spread  # bench/ on sys.path
 
 from hwtp import mutate as engine
 from hwtp.ci.config import CiConfig
@@ -68,17 +75,26 @@ def make_project(design_name: str, folder: Path, jobs: int) -> CiConfig:
     tests.mkdir(parents=True)
     plan = shipped_root() / design_name / "plans" / "reference.yaml"
     export_tests(design, [plan], tests / "test_reference.py")
-    return CiConfig(root=design.root, top=design.top, design_folder=design.root,
-                    test_modules=("test_reference",), test_paths=(tests,), n=MUTANTS, seed=0, jobs=jobs,
-                    timeout_s=120.0)
+    return CiConfig(
+        root=design.root,
+        top=design.top,
+        design_folder=design.root,
+        test_modules=("test_reference",),
+        test_paths=(tests,),
+        n=MUTANTS,
+        seed=0,
+        jobs=jobs,
+        timeout_s=120.0,
+    )
 
 
 def per_mutant(config: CiConfig, count: int, cache: Path, work: Path) -> tuple[float, float, float, int]:
     """(mutate s, build s per state, run s per state, states measured) of the per-mutant flow."""
     design = config.load_design()
     start = time.perf_counter()
-    mutant_set = engine.mutate(design, engine.MutationConfig(n=config.n, seed=config.seed, jobs=config.jobs,
-                                                             witness_cycles=0))
+    mutant_set = engine.mutate(
+        design, engine.MutationConfig(n=config.n, seed=config.seed, jobs=config.jobs, witness_cycles=0)
+    )
     mutate_s = time.perf_counter() - start
     backend = get_backend("verilator")
     states = [design.sources, *(mutant_set.sources_of(m) for m in mutant_set.valid[: count - 1])]
@@ -93,35 +109,75 @@ def per_mutant(config: CiConfig, count: int, cache: Path, work: Path) -> tuple[f
     return mutate_s, build_s / len(states), run_s / len(states), len(states)
 
 
-def measure(config: CiConfig, baseline: int, jobs: int, label: str, with_j1: bool) -> list[str]:
+@dataclass(frozen=True)
+class Flow:
+    """One timed run of a flow: its total seconds, and what it prints beside them."""
+
+    total: float
+    detail: str
+    report: CiReport | None = None
+
+
+def baseline_flow(config: CiConfig, count: int) -> Flow:
+    with private_cache() as cache:
+        mutate_s, build_s, run_s, measured = per_mutant(config, count, cache / "builds", cache / "work")
+    states = MUTANTS + 1
+    total = mutate_s + states * (build_s + run_s)
+    detail = (
+        f"({measured} of {states} measured, extrapolated)  mutate {mutate_s:.1f}  build {states * build_s:.1f}"
+        f"  runs {states * run_s:.1f}"
+    )
+    return Flow(total, detail)
+
+
+def hwtp_flow(config: CiConfig, shared: bool, verify: bool, verdicts: Path) -> Flow:
+    """``run_ci`` in an empty cache folder. A first use (``verify``) leaves the soundness verdict
+    it records in ``verdicts``; a shared run without ``verify`` starts with only that verdict."""
+    with private_cache() as cache:
+        if shared and not verify:
+            shutil.copytree(verdicts, cache / VERDICTS)
+        notes: list[str] = []
+        start = time.perf_counter()
+        report = run_ci(
+            replace(config, shared=shared), cache_root=cache, workdir=cache, verify=verify, note=notes.append
+        )
+        total = time.perf_counter() - start
+        if verify:
+            shutil.copytree(cache / VERDICTS, verdicts, dirs_exist_ok=True)
+    score = f"{report.score:.0%}" if report.score is not None else "n/a"
+    detail = f"({report.counts['valid']} mutants, score {score}, build {report.build_seconds:.1f} s)"
+    return Flow(total, f"{detail} [{'; '.join(notes[1:])}]", report)
+
+
+VERDICTS = "ci-shared"  # where hwtp.ci.shared records soundness verdicts in the cache folder
+RECORDED = "shared (verdict recorded)"
+
+
+def measure(config: CiConfig, baseline: int, reps: int, label: str) -> tuple[list[str], CiReport]:
+    with tempfile.TemporaryDirectory(prefix="hwtp-bench-ci-verdicts-") as tmp:
+        verdicts = Path(tmp) / VERDICTS
+        flows: dict[str, Callable[[], Flow]] = {
+            "one build + one process per mutant": lambda: baseline_flow(config, baseline),
+            "process per mutant": lambda: hwtp_flow(config, False, False, verdicts),
+            "shared, first use (soundness check)": lambda: hwtp_flow(config, True, True, verdicts),
+            RECORDED: lambda: hwtp_flow(config, True, False, verdicts),
+        }
+        print(f"{label}: warm-up pass (not measured: fills ccache, records the verdict)", flush=True)
+        for flow in flows.values():
+            flow()
+        got = interleaved(reps, flows)
+    base = [f.total for f in got["one build + one process per mutant"]]
     rows = []
-    with tempfile.TemporaryDirectory(prefix="hwtp-bench-ci-") as tmp:
-        root = Path(tmp)
-        mutate_s, build_s, run_s, measured = per_mutant(config, baseline, root / "cache-base", root / "work")
-        states = MUTANTS + 1
-        base_total = mutate_s + states * (build_s + run_s)
-        rows.append(f"{label:<12} per-mutant flow ({measured} of {states} measured, extrapolated)"
-                    f"  mutate {mutate_s:6.1f}  build {states * build_s:7.1f}  runs {states * run_s:6.1f}"
-                    f"  total {base_total:7.1f}")
-        whole = None
-        for j in ([jobs, 1] if with_j1 and jobs != 1 else [jobs]):
-            cache = root / f"cache-hwtp-{j}"
-            for what, shared, verify in (("process per mutant", False, False),
-                                         ("shared, first use", True, True), ("shared", True, False)):
-                notes: list[str] = []
-                start = time.perf_counter()
-                report = run_ci(replace(config, jobs=j, shared=shared), cache_root=cache, workdir=root,
-                                verify=verify, note=notes.append)
-                total = time.perf_counter() - start
-                c = report.counts
-                score = f"{report.score:.0%}" if report.score is not None else "n/a"
-                rows.append(f"{label:<12} hwtp ci -j {j} {what:<19} ({c['valid']} mutants, score {score})"
-                            f"  build {report.build_seconds:5.1f}  total {total:6.1f}"
-                            f"  ->  {base_total / total:5.1f}x faster   [{notes[0] if notes else ''}]")
-                whole = whole or (report if shared else None)
-        if whole is not None:
-            rows.append(f"{label:<12} 4 shards merged == unsharded: {_sharded_equal(config, whole, root)}")
-    return rows
+    for name, runs in got.items():
+        totals = [f.total for f in runs]
+        flow = name if name.startswith("one build") else f"hwtp ci -j {config.jobs}, {name}"
+        rows.append(
+            f"{label:<12} {flow:<52} total {spread(totals).show('.1f', ' s'):<22} "
+            f"{ratios(base, totals).show('.1f', 'x'):<20} {runs[-1].detail}"
+        )
+    whole = got[RECORDED][-1].report
+    assert whole is not None
+    return rows, whole
 
 
 def _comparable(report: CiReport) -> dict[str, object]:
@@ -135,34 +191,42 @@ def _comparable(report: CiReport) -> dict[str, object]:
     return d
 
 
-def _sharded_equal(config: CiConfig, whole: CiReport, root: Path) -> bool:
+def sharded_equal(config: CiConfig, whole: CiReport) -> bool:
+    """4 shards, merged, equal the unsharded report (not timed)."""
     paths = []
-    for i in range(1, 5):
-        part = run_ci(replace(config, shared=True), cache_root=root / "cache-shards", workdir=root, shard=(i, 4))
-        paths.append(root / f"shard{i}.json")
-        paths[-1].write_text(json.dumps(part.as_dict()), encoding="utf-8")
-    return _comparable(merge(paths, whole.root)) == _comparable(whole)
+    with private_cache() as root:
+        for i in range(1, 5):
+            part = run_ci(replace(config, shared=True), cache_root=root, workdir=root, shard=(i, 4))
+            paths.append(root / f"shard{i}.json")
+            paths[-1].write_text(json.dumps(part.as_dict()), encoding="utf-8")
+        return _comparable(merge(paths, whole.root)) == _comparable(whole)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--design", default="counter_en_load")
-    parser.add_argument("--baseline-mutants", type=int, default=3,
-                        help="states of the per-mutant flow measured")
+    parser.add_argument("--baseline-mutants", type=int, default=3, help="states of the per-mutant flow measured")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--skip-no-ccache", action="store_true", help="only the ccache-warm configuration")
+    parser.add_argument("--also-no-ccache", action="store_true", help="measure again with ccache off")
+    add_reps_argument(parser)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="hwtp-bench-proj-") as tmp:
-        config = make_project(args.design, Path(tmp), args.jobs)
-        rows = [f"hwtp ci vs per-mutant builds: {args.design}, {MUTANTS} mutants + golden, testbench = "
-                f"the reference plan as cocotb tests, {os.cpu_count()} cores (load {os.getloadavg()[0]:.1f})"]
-        cc = toolchain.ccache() is not None
-        rows += measure(config, args.baseline_mutants, args.jobs, "ccache warm" if cc else "no ccache", True)
-        if cc and not args.skip_no_ccache:
-            with ccache_off(True):
-                rows += measure(config, max(2, args.baseline_mutants - 1), args.jobs, "no ccache", False)
-    print("\n".join(rows))
+    with load_report("hwtp ci against building and running each mutant on its own"):
+        with tempfile.TemporaryDirectory(prefix="hwtp-bench-proj-") as tmp:
+            config = make_project(args.design, Path(tmp), args.jobs)
+            print(
+                f"hwtp ci vs per-mutant builds: {args.design}, {MUTANTS} mutants + golden, testbench = "
+                f"the reference plan as cocotb tests, -j {args.jobs}, {args.reps} reps; totals and speed-ups "
+                f"median (min..max)",
+                flush=True,
+            )
+            cc = toolchain.ccache() is not None
+            rows, whole = measure(config, args.baseline_mutants, args.reps, "ccache warm" if cc else "no ccache")
+            if cc and args.also_no_ccache:
+                with ccache_off(True):
+                    more, _ = measure(config, max(2, args.baseline_mutants - 1), args.reps, "no ccache")
+                rows += more
+            rows.append(f"4 shards merged == unsharded: {sharded_equal(config, whole)}")
+        print("\n".join(rows))
 
 
 if __name__ == "__main__":

@@ -5,12 +5,16 @@ baseline in the same run:
 
 1. Throughput: the server waits 50 ms before each answer. Requests per second of the hwtp
    client at concurrency 1, 8 and 32 against a plain sequential ``httpx.Client`` loop
-   (goal: >= 20x at concurrency 32). Best of ``--rounds`` runs for each.
+   (goal: >= 20x at concurrency 32).
 2. Overhead: the server answers at once. Time per request of the hwtp client issuing one
    request at a time (request building, retry bookkeeping, parsing, with and without a
    response cache write per sample) against bare loops that post and decode the JSON with a
-   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x). The best of several
-   interleaved rounds is kept for each, to damp noise from other load on the machine.
+   plain ``httpx.Client`` and a plain ``httpx.AsyncClient`` (goal: <= 2x), in wall time and
+   in this process's CPU time (the client's own cost: far less sensitive than wall time to
+   other work on the machine, which also delays the server).
+
+Every measurement runs once per repetition (``--reps``, interleaved with its baseline); each
+figure and each ratio (taken inside a repetition) is printed as median (min..max).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from reps import Clock, add_reps_argument, clock, interleaved, load_report, ratios, since, spread  # bench/ on sys.path
 
 from hwtp.llm.cache import ResponseCache
 from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
@@ -53,28 +58,28 @@ def _body(i: int) -> dict[str, Any]:
     return {"model": "bench", "messages": _prompt(i), "temperature": 1.0, "top_p": 1.0}
 
 
-def bare_loop(url: str, count: int) -> float:
+def bare_loop(url: str, count: int) -> Clock:
     """Seconds for ``count`` sequential posts with a plain httpx.Client (JSON decoded)."""
     with httpx.Client(timeout=30) as client:
         client.post(f"{url}/chat/completions", json=_body(-1)).json()  # warm the connection
-        start = time.perf_counter()
+        start = clock()
         for i in range(count):
             data = client.post(f"{url}/chat/completions", json=_body(i)).json()
             assert data["choices"][0]["message"]["content"]
-        return time.perf_counter() - start
+        return since(start)
 
 
-def bare_async_loop(url: str, count: int) -> float:
+def bare_async_loop(url: str, count: int) -> Clock:
     """Seconds for ``count`` sequential posts with a plain httpx.AsyncClient (JSON decoded)."""
 
-    async def run() -> float:
+    async def run() -> Clock:
         async with httpx.AsyncClient(timeout=30) as client:
             await client.post(f"{url}/chat/completions", json=_body(-1))
-            start = time.perf_counter()
+            start = clock()
             for i in range(count):
                 response = await client.post(f"{url}/chat/completions", json=_body(i))
                 assert response.json()["choices"][0]["message"]["content"]
-            return time.perf_counter() - start
+            return since(start)
 
     return asyncio.run(run())
 
@@ -90,78 +95,90 @@ def hwtp_concurrent(url: str, count: int, concurrency: int) -> float:
     return elapsed
 
 
-def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> float:
+def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> Clock:
     """Seconds for ``count`` prompts awaited one at a time (cache misses, then writes)."""
     config = ClientConfig(url, "bench", concurrency=1)
 
-    async def run() -> float:
+    async def run() -> Clock:
         async with ChatClient(config, cache=cache, refresh=True) as client:
             await client.complete(_prompt(-1))  # warm the connection
-            start = time.perf_counter()
+            start = clock()
             for i in range(count):
                 await client.complete(_prompt(i))
-            return time.perf_counter() - start
+            return since(start)
 
     return asyncio.run(run())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="hwtp.llm.client throughput and overhead")
-    parser.add_argument("--rounds", type=int, default=3, help="runs per measurement (best kept)")
-    parser.add_argument("--count", type=int, default=300, help="requests per overhead round")
+    add_reps_argument(parser, default=5)
+    parser.add_argument("--count", type=int, default=1000, help="requests per overhead repetition")
     args = parser.parse_args()
-    os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
-    srv = _server_helpers()
-    rows: list[tuple[str, str, str]] = []
-    url, proc = srv.start_server({"delay": DELAY_S, "texts": ["tests:\n  - name: t\n"]})
-    try:
-        seq_count = 40
-        base = max(seq_count / bare_loop(url, seq_count) for _ in range(args.rounds))
-        rows.append(("sequential httpx.Client loop (baseline)", f"{base:8.1f} req/s", "1.0x"))
-        for concurrency in (1, 8, 32):
-            count = max(40, concurrency * 20)
-            rate = max(count / hwtp_concurrent(url, count, concurrency) for _ in range(args.rounds))
-            goal = "  (goal >= 20x)" if concurrency == 32 else ""
+    with load_report("hwtp.llm.client against the local test server"):
+        os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
+        srv = _server_helpers()
+        rows: list[tuple[str, str, str]] = []
+        url, proc = srv.start_server({"delay": DELAY_S, "texts": ["tests:\n  - name: t\n"]})
+        try:
+            seq_count, levels = 40, (1, 8, 32)
+            counts = {c: max(40, c * 20) for c in levels}
+            throughput: dict[str, Any] = {"base": lambda: seq_count / bare_loop(url, seq_count)[0]}
+            for c in levels:
+                throughput[f"c{c}"] = lambda c=c: counts[c] / hwtp_concurrent(url, counts[c], c)
+            rates = interleaved(args.reps, throughput)
             rows.append(
-                (
-                    f"hwtp complete_many, concurrency {concurrency}",
-                    f"{rate:8.1f} req/s",
-                    f"{rate / base:.1f}x{goal}",
-                )
+                ("sequential httpx.Client loop (baseline)", f"{spread(rates['base']).show('.1f')} req/s", "1.0x")
             )
-        srv.control(url, texts=["tests:\n  - name: t\n"])  # answer at once
-        per: dict[str, list[float]] = {"sync": [], "async": [], "cache": [], "plain": []}
-        with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp)) as cache:
-            for _ in range(args.rounds):
-                per["sync"].append(bare_loop(url, args.count) / args.count)
-                per["async"].append(bare_async_loop(url, args.count) / args.count)
-                per["cache"].append(hwtp_sequential(url, args.count, cache) / args.count)
-                per["plain"].append(hwtp_sequential(url, args.count, None) / args.count)
-        best = {name: min(times) for name, times in per.items()}
-        sync, bare = best["sync"], best["async"]
-        rows += [
-            ("bare httpx.Client loop, no delay (baseline)", f"{sync * 1e3:8.2f} ms/req", "1.00x"),
-            (
-                "bare httpx.AsyncClient loop, no delay",
-                f"{bare * 1e3:8.2f} ms/req",
-                f"{bare / sync:.2f}x",
-            ),
-        ]
-        for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
-            t = best[name]
-            rows.append(
-                (
-                    f"{label}, no delay",
-                    f"{t * 1e3:8.2f} ms/req",
-                    f"{t / sync:.2f}x vs sync, {t / bare:.2f}x vs async  (goal <= 2x)",
+            for c in levels:
+                goal = "  (goal >= 20x)" if c == 32 else ""
+                rows.append(
+                    (
+                        f"hwtp complete_many, concurrency {c}",
+                        f"{spread(rates[f'c{c}']).show('.1f')} req/s",
+                        f"{ratios(rates[f'c{c}'], rates['base']).show('.1f', 'x')}{goal}",
+                    )
                 )
-            )
-    finally:
-        srv.stop_server(proc)
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measurement':<{width}}  {'result':>16}  ratio")
-    for name, value, ratio in rows:
-        print(f"{name:<{width}}  {value:>16}  {ratio}")
+            srv.control(url, texts=["tests:\n  - name: t\n"])  # answer at once
+            with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp)) as cache:
+                per = interleaved(
+                    args.reps,
+                    {
+                        "sync": lambda: bare_loop(url, args.count),
+                        "async": lambda: bare_async_loop(url, args.count),
+                        "cache": lambda: hwtp_sequential(url, args.count, cache),
+                        "plain": lambda: hwtp_sequential(url, args.count, None),
+                    },
+                )
+            for kind, which in (("wall", 0), ("CPU", 1)):
+                ms = {name: [c[which] / args.count * 1e3 for c in clocks] for name, clocks in per.items()}
+                rows += [
+                    (
+                        f"bare httpx.Client loop, no delay (baseline), {kind}",
+                        f"{spread(ms['sync']).show()} ms/req",
+                        "1.00x",
+                    ),
+                    (
+                        f"bare httpx.AsyncClient loop, no delay, {kind}",
+                        f"{spread(ms['async']).show()} ms/req",
+                        ratios(ms["async"], ms["sync"]).show(unit="x"),
+                    ),
+                ]
+                for name, label in (("cache", "hwtp client + cache write"), ("plain", "hwtp client")):
+                    rows.append(
+                        (
+                            f"{label}, no delay, {kind}",
+                            f"{spread(ms[name]).show()} ms/req",
+                            f"{ratios(ms[name], ms['sync']).show(unit='x')} vs sync, "
+                            f"{ratios(ms[name], ms['async']).show(unit='x')} vs async  (goal <= 2x)",
+                        )
+                    )
+        finally:
+            srv.stop_server(proc)
+        width = max(len(r[0]) for r in rows)
+        print(f"{'measurement':<{width}}  {'median (min..max)':>28}  ratio, median (min..max)")
+        for name, value, ratio in rows:
+            print(f"{name:<{width}}  {value:>28}  {ratio}")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 Workload: random plans (as a policy writes them) for golden and the mutant states of a small
 design (default counter_en_load); each plan's golden evaluation and its state's evaluation,
 about --evaluations of them. Every configuration runs the same evaluations once to warm up
-(actors placed, builds found in the cache, simulators started), then is timed over --repeat
-runs (best kept); results are checked equal to the local worker's (but for timings).
+(actors placed, builds found in the cache, simulators started), then is timed --reps times,
+each time beside the local worker (interleaved, so load drift hits both); its speed-up is taken
+inside each repetition and printed as median (min..max). Results are checked equal to the
+local worker's (but for timings).
 
 - local, 1 worker: one ``hwtp.sim.warm.WarmPool`` process in this process (the baseline).
 - ray, 1 actor / 2 actors: ``hwtp.executors.ray.RayExecutor`` on a local Ray instance
@@ -24,7 +26,7 @@ pickled), and, with --build, building per node vs shipping the built folder thro
 object store. Then the capacity model: cores for --completions x --states per step in
 --step-seconds.
 
-Run: python bench/bench_ray.py [--design counter_en_load] [--evaluations 512] [--chunk 64] [--build]
+Run: python bench/bench_ray.py [--design counter_en_load] [--evaluations 1024] [--chunk 64] [--reps 5] [--build]
 """
 
 from __future__ import annotations
@@ -33,14 +35,17 @@ import argparse
 import io
 import pickle
 import shutil
+import statistics
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ray
 import ray.cluster_utils
+from reps import add_reps_argument, interleaved, load_report, ratios, spread  # bench/ on sys.path
 
 from hwtp import mutantset
 from hwtp import mutate as engine
@@ -70,14 +75,18 @@ def workload(design_name: str, states: int, evaluations: int, root: Path) -> tup
     return schemata_target(mutant_set), list(prepared.evaluations.values())[:evaluations]
 
 
-def timed(run: Any, repeat: int) -> tuple[float, dict[str, EvalResult]]:
-    run()  # warm-up: actors placed, builds found, simulators started
-    best, out = float("inf"), {}
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = run()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+def timed(run: Any) -> tuple[float, dict[str, EvalResult]]:
+    start = time.perf_counter()
+    out = run()
+    return time.perf_counter() - start, out
+
+
+def against_local(local: Any, other: Any, reps: int) -> tuple[list[float], list[float], dict[str, EvalResult]]:
+    """Warm ``other`` up once (actors placed, builds found, simulators started), then time it and
+    the local worker, interleaved, ``reps`` times: (local seconds, other's seconds, other's last results)."""
+    other()
+    got = interleaved(reps, {"local": lambda: timed(local), "other": other})
+    return [t for t, _ in got["local"]], [t for t, _ in got["other"]], got["other"][-1][1]
 
 
 def same(a: dict[str, EvalResult], b: dict[str, EvalResult]) -> bool:
@@ -89,12 +98,21 @@ def same(a: dict[str, EvalResult], b: dict[str, EvalResult]) -> bool:
     return a.keys() == b.keys() and all(strip(a[k]) == strip(b[k]) for k in a)
 
 
-def ray_rows(actors: int, target: Target, evs: list[Evaluation], args: Any) -> tuple[float, Any]:
+def ray_rows(actors: int, target: Target, evs: list[Evaluation], args: Any, local: Any) -> Row:
     executor = RayExecutor(chunk=args.chunk, actors=actors)
     try:
-        return timed(lambda: executor.run(target, evs, Limits()), args.repeat)
+        return Row(*against_local(local, lambda: timed(lambda: executor.run(target, evs, Limits())), args.reps))
     finally:
         executor.close()
+
+
+@dataclass(frozen=True)
+class Row:
+    """A configuration's timings beside the local worker's, one pair per repetition."""
+
+    local_s: list[float]
+    seconds: list[float]
+    out: dict[str, EvalResult]
 
 
 @ray.remote(num_cpus=0)
@@ -115,9 +133,9 @@ class Caller:
         return list(self.executor.snapshot()["actors"])
 
 
-def shared_rows(target: Target, evs: list[Evaluation], args: Any) -> tuple[float, dict[str, EvalResult], list[float]]:
-    """Two callers, half of the evaluations each (as two workers' batches), at once: (best
-    seconds from the first start to the last end, results, each first call's seconds)."""
+def shared_rows(target: Target, evs: list[Evaluation], args: Any, local: Any) -> tuple[Row, list[float]]:
+    """Two callers, half of the evaluations each (as two workers' batches), at once: (the row,
+    timed from the first start to the last end, and each first call's seconds)."""
     callers = [Caller.remote(args.chunk) for _ in range(2)]  # type: ignore[attr-defined]
     half = len(evs) // 2
     halves = [evs[:half], evs[half:]]
@@ -127,12 +145,12 @@ def shared_rows(target: Target, evs: list[Evaluation], args: Any) -> tuple[float
             start, end, _ = ray.get(caller.run.remote(target, part))
             firsts.append(end - start)
         assert ray.get(callers[0].actors.remote()) == ray.get(callers[1].actors.remote())
-        best, out = float("inf"), {}
-        for _ in range(args.repeat):
+
+        def both() -> tuple[float, dict[str, EvalResult]]:
             done = ray.get([c.run.remote(target, h) for c, h in zip(callers, halves, strict=True)])
-            best = min(best, max(d[1] for d in done) - min(d[0] for d in done))
-            out = {**done[0][2], **done[1][2]}
-        return best, out, firsts
+            return max(d[1] for d in done) - min(d[0] for d in done), {**done[0][2], **done[1][2]}
+
+        return Row(*against_local(local, both, args.reps)), firsts
     finally:
         for caller in callers:
             ray.kill(caller)  # the actors they made end with them
@@ -171,82 +189,87 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--design", default="counter_en_load")
     ap.add_argument("--states", type=int, default=16)
-    ap.add_argument("--evaluations", type=int, default=512)
+    ap.add_argument("--evaluations", type=int, default=1024)
     ap.add_argument("--chunk", type=int, default=64)
-    ap.add_argument("--repeat", type=int, default=2)
+    add_reps_argument(ap, default=5)
     ap.add_argument("--build", action="store_true", help="Also compare building per node with shipping the build.")
     ap.add_argument("--completions", type=int, default=512)
     ap.add_argument("--step-states", type=int, default=8)
     ap.add_argument("--step-seconds", type=float, default=10.0)
     args = ap.parse_args()
+    with load_report("evaluations on Ray actors against one local warm worker"):
+        root = Path(tempfile.mkdtemp(prefix="hwtp-bench-ray-"))
+        try:
+            target, evs = workload(args.design, args.states, args.evaluations, root)
+            target.build()  # cached before anything is timed
+            n = len(evs)
+            print(f"{args.design}: {n} evaluations, chunks of {args.chunk}, {args.reps} reps", flush=True)
+            rows: list[tuple[str, int, Row]] = []
+            with WarmPool(target.build(), target.design, workers=1) as pool:
+                local = lambda: pool.run(evs)  # noqa: E731
+                reference = local()  # warm-up; the results every configuration must equal
 
-    root = Path(tempfile.mkdtemp(prefix="hwtp-bench-ray-"))
-    try:
-        target, evs = workload(args.design, args.states, args.evaluations, root)
-        target.build()  # cached before anything is timed
-        n = len(evs)
-        print(f"{args.design}: {n} evaluations, chunks of {args.chunk}")
-        rows: list[tuple[str, int, float]] = []
-        with WarmPool(target.build(), target.design, workers=1) as pool:
-            local_s, reference = timed(lambda: pool.run(evs), args.repeat)
-        rows.append(("local, 1 worker", 1, local_s))
+                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+                for label, actors in (("ray, 1 actor", 1), ("ray, 2 actors", 2)):
+                    rows.append((label, actors, ray_rows(actors, target, evs, args, local)))
+                row, firsts = shared_rows(target, evs, args, local)
+                rows.append(("ray, 2 actors, 2 callers", 2, row))
+                shipped = build_compare(target) if args.build else None
+                ray.shutdown()
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        for label, actors in (("ray, 1 actor", 1), ("ray, 2 actors", 2)):
-            seconds, out = ray_rows(actors, target, evs, args)
-            assert same(out, reference), label
-            rows.append((label, actors, seconds))
-        seconds, out, firsts = shared_rows(target, evs, args)
-        assert same(out, reference), "shared"
-        rows.append(("ray, 2 actors, 2 callers", 2, seconds))
-        shipped = build_compare(target) if args.build else None
-        ray.shutdown()
+                cluster = ray.cluster_utils.Cluster(
+                    initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+                )
+                cluster.add_node(num_cpus=1)
+                ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+                cluster.wait_for_nodes()
+                rows.append(("ray, 2 nodes x 1 CPU", 2, ray_rows(2, target, evs, args, local)))
+                ray.shutdown()
+                cluster.shutdown()
+            for label, _, row in rows:
+                assert same(row.out, reference), label
 
-        cluster = ray.cluster_utils.Cluster(
-            initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
-        )
-        cluster.add_node(num_cpus=1)
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        cluster.wait_for_nodes()
-        seconds, out = ray_rows(2, target, evs, args)
-        assert same(out, reference), "2 nodes"
-        rows.append(("ray, 2 nodes x 1 CPU", 2, seconds))
-        ray.shutdown()
-        cluster.shutdown()
-
-        base = n / local_s
-        print(f"{'configuration':<24}{'evals/s':>10}{'speed-up':>10}{'efficiency':>12}")
-        for label, workers, seconds in rows:
-            rate = n / seconds
-            print(f"{label:<24}{rate:>10.0f}{rate / base:>10.2f}{rate / base / workers:>12.0%}")
-        print(
-            f"first call of the process that makes the shared pool: {firsts[0]:.2f} s; "
-            f"of the process that joins it: {firsts[1]:.2f} s (about {len(evs) // 2} evaluations each)"
-        )
-        ray1 = rows[1][2]
-        overhead = ray1 / local_s - 1
-        print(
-            f"Ray overhead at chunks of {args.chunk}: {overhead:+.1%} "
-            f"({(ray1 - local_s) / n * 1e3:+.2f} ms per evaluation; goal <= 10%)"
-        )
-        per_ev = bytes_per_evaluation(target, evs, reference, args.chunk)
-        print(f"bytes per evaluation through Ray: {per_ev:.0f} (evaluations sent + result lines back + target once)")
-        if shipped:
+            local_rates = [n / t for _, _, row in rows for t in row.local_s]
+            print(f"local, 1 worker (baseline, measured beside every row): {spread(local_rates).show('.0f')} evals/s")
+            print(f"{'configuration':<26}{'evals/s':>20}{'speed-up':>22}{'efficiency':>22}")
+            for label, workers, row in rows:
+                rate = spread([n / t for t in row.seconds])
+                speed_up = ratios(row.local_s, row.seconds)
+                efficiency = spread([v / workers for v in speed_up.values])
+                print(f"{label:<26}{rate.show('.0f'):>20}{speed_up.show():>22}{efficiency.show('.0%'):>22}")
             print(
-                f"build per node {shipped['build_s']:.1f} s vs ship the build: {shipped['ship_mb']:.1f} MB "
-                f"packed, through the object store and unpacked in {shipped['ship_s']:.2f} s"
+                f"first call of the process that makes the shared pool: {firsts[0]:.2f} s; "
+                f"of the process that joins it: {firsts[1]:.2f} s (about {len(evs) // 2} evaluations each)"
             )
-        per_core = n / ray1
-        step = args.completions * (1 + args.step_states)
-        efficiency = (n / rows[-1][2]) / base / 2
-        cores = step / (args.step_seconds * per_core * efficiency)
-        print(
-            f"capacity: {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} completions x "
-            f"{args.step_states} states = {step} evaluations (a shared golden each) in {args.step_seconds:g} s needs "
-            f"~{cores:.1f} cores at the 2-node efficiency ({efficiency:.0%})"
-        )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+            ray1 = rows[0][2]
+            overhead = spread([r / b - 1 for r, b in zip(ray1.seconds, ray1.local_s, strict=True)])
+            per_ms = spread([(r - b) / n * 1e3 for r, b in zip(ray1.seconds, ray1.local_s, strict=True)])
+            met = "met" if overhead.median <= 0.10 else "NOT met"
+            print(
+                f"Ray overhead at chunks of {args.chunk} (1 actor against the local worker): "
+                f"{overhead.median:+.1%} ({overhead.low:+.1%}..{overhead.high:+.1%}), "
+                f"{per_ms.show('+.2f', ' ms')} per evaluation; goal <= 10% (median): {met}"
+            )
+            per_ev = bytes_per_evaluation(target, evs, reference, args.chunk)
+            print(
+                f"bytes per evaluation through Ray: {per_ev:.0f} (evaluations sent + result lines back + target once)"
+            )
+            if shipped:
+                print(
+                    f"build per node {shipped['build_s']:.1f} s vs ship the build: {shipped['ship_mb']:.1f} MB "
+                    f"packed, through the object store and unpacked in {shipped['ship_s']:.2f} s"
+                )
+            per_core = n / statistics.median(ray1.seconds)
+            step = args.completions * (1 + args.step_states)
+            efficiency = statistics.median(ratios(rows[-1][2].local_s, rows[-1][2].seconds).values) / 2
+            cores = step / (args.step_seconds * per_core * efficiency)
+            print(
+                f"capacity (medians): {per_core:.0f} evaluations/s per core (1 actor); a step of {args.completions} "
+                f"completions x {args.step_states} states = {step} evaluations (a shared golden each) in "
+                f"{args.step_seconds:g} s needs ~{cores:.1f} cores at the 2-node efficiency ({efficiency:.0%})"
+            )
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ killable mutants (one process runs them all, the selector set per evaluation).
 
 Reported per mutant count, over --reps repetitions (the schemes alternate inside each, so they
 share the machine's load): p50 latency of one completion, rewards/s in batches of 64, and the
-ratio kill-fraction / smu of each (median and min-max over the repetitions).
+ratio kill-fraction / smu of each (taken inside a repetition), median (min..max).
 
 Run: python bench/bench_schemes.py [--design alu_flags] [--mutants 32,128] [--workers 2] [--reps 3]
 """
@@ -18,7 +18,6 @@ Run: python bench/bench_schemes.py [--design alu_flags] [--mutants 32,128] [--wo
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_rewards import HWTP, completions, measure, percentile
+from reps import add_reps_argument, load_report, ratios, spread
 
 from hwtp import mutantset, rewards
 from hwtp.scheme import KILL_FRACTION, SMU, killable
@@ -46,10 +46,6 @@ def mutant_folder(root: Path, design: str, count: int) -> Path:
         if done.returncode != 0:
             raise SystemExit(f"hwtp mutate failed: {done.stderr}")
     return folder
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
 def run_count(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -83,8 +79,8 @@ def run_count(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
         "valid": len(mutant_set.valid),
         "killable": len(killable(mutant_set)),
         "per": per,
-        "p50_ratio": [d / s for d, s in zip(per[KILL_FRACTION]["p50"], per[SMU]["p50"], strict=True)],
-        "rate_ratio": [d / s for d, s in zip(per[KILL_FRACTION]["rate"], per[SMU]["rate"], strict=True)],
+        "p50_ratio": ratios(per[KILL_FRACTION]["p50"], per[SMU]["p50"]),
+        "rate_ratio": ratios(per[KILL_FRACTION]["rate"], per[SMU]["rate"]),
         "distinct_dense_rewards": len(set(dense)),
         "distinct_smu_rewards": len({r for r in rewards_seen[SMU] if r is not None}),
     }
@@ -95,37 +91,39 @@ def main() -> None:
     parser.add_argument("--design", default="alu_flags")
     parser.add_argument("--mutants", default="32,128", help="mutant counts (hwtp mutate -n), comma-separated")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=3)
+    add_reps_argument(parser)
     parser.add_argument("--completions", type=int, default=256)
     parser.add_argument("--singles", type=int, default=40, help="one-completion calls per repetition (p50)")
     parser.add_argument("--batches", type=int, default=4, help="batches per repetition (rewards/s)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--workdir", type=Path, help="keep the mutant sets here (default: a temporary folder)")
     args = parser.parse_args()
-    if args.reps < 3:
-        raise SystemExit("--reps: at least 3, for a spread")
-    root = args.workdir or Path(tempfile.mkdtemp(prefix="hwtp-bench-schemes-"))
-    rows = []
-    for count in (int(c) for c in args.mutants.split(",")):
-        folder = mutant_folder(root, args.design, count)
-        print(f"{args.design}, {count} mutants ({folder}):", flush=True)
-        rows.append((count, run_count(folder, args)))
-    print()
-    print("| mutants (killable) | smu p50, rewards/s | kill-fraction p50, rewards/s | p50 ratio | rewards/s ratio |")
-    print("|---|---|---|---|---|")
-    for count, r in rows:
-        smu, dense = r["per"][SMU], r["per"][KILL_FRACTION]
+    with load_report("reward schemes: kill-fraction against smu per completion"):
+        root = args.workdir or Path(tempfile.mkdtemp(prefix="hwtp-bench-schemes-"))
+        rows = []
+        for count in (int(c) for c in args.mutants.split(",")):
+            folder = mutant_folder(root, args.design, count)
+            print(f"{args.design}, {count} mutants ({folder}):", flush=True)
+            rows.append((count, run_count(folder, args)))
+        print()
         print(
-            f"| {count} ({r['killable']}) | {statistics.median(smu['p50']):.1f} ms, "
-            f"{statistics.median(smu['rate']):.0f}/s | {statistics.median(dense['p50']):.1f} ms, "
-            f"{statistics.median(dense['rate']):.0f}/s | {spread(r['p50_ratio'])} | {spread(r['rate_ratio'])} |"
+            "| mutants (killable) | smu p50, rewards/s | kill-fraction p50, rewards/s | p50 ratio | rewards/s ratio |"
         )
-    for count, r in rows:
-        print(
-            f"{count} mutants: distinct rewards over the completions: smu {r['distinct_smu_rewards']}, "
-            f"kill-fraction {r['distinct_dense_rewards']}"
-        )
-    sys.stdout.flush()
+        print("|---|---|---|---|---|")
+        for count, r in rows:
+            smu, dense = r["per"][SMU], r["per"][KILL_FRACTION]
+            print(
+                f"| {count} ({r['killable']}) | {spread(smu['p50']).show('.1f', ' ms')}, "
+                f"{spread(smu['rate']).show('.0f', '/s')} | {spread(dense['p50']).show('.1f', ' ms')}, "
+                f"{spread(dense['rate']).show('.0f', '/s')} | {r['p50_ratio'].show(unit='x')} "
+                f"| {r['rate_ratio'].show(unit='x')} |"
+            )
+        for count, r in rows:
+            print(
+                f"{count} mutants: distinct rewards over the completions: smu {r['distinct_smu_rewards']}, "
+                f"kill-fraction {r['distinct_dense_rewards']}"
+            )
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -2,16 +2,21 @@
 
 Matrix: 8 plans x (32 mutants + golden) on a shipped sequential design (default fifo_sync).
 
+Every flow runs once, unmeasured, to fill ccache (if installed) and the warm build cache;
+then --reps interleaved repetitions, each cold row and each baseline row in an empty build
+cache of its own (everything in a private HWTP_CACHE_DIR). Rates and ratios (taken inside a
+repetition) are printed as median (min..max).
+
 - baseline: what a per-bug CI harness does: one Verilator build per mutant (its standalone
   source) and one simulator process per evaluation. Measured on a subset (--baseline-mutants)
   and extrapolated per evaluation (printed as such).
-- hwtp cold: empty build cache (a fresh HWTP cache folder; ccache, if installed, stays warm,
-  as it would on a CI machine with a ccache dir), then the scoring.
+- hwtp cold: empty build cache (ccache, if installed, warm, as it would be on a CI machine with
+  a ccache dir), then the scoring.
 - hwtp warm: the same again with the cache filled.
 - harness speed: evaluations/s inside the simulator (the harness's own time per evaluation),
   per core, for plans of <= 20 cycles.
 
-Run: python bench/bench_score.py [--design fifo_sync] [--baseline-mutants 3]
+Run: python bench/bench_score.py [--design fifo_sync] [--baseline-mutants 3] [--reps 3]
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from reps import add_reps_argument, interleaved, load_report, private_cache, ratios, spread  # bench/ on sys.path
 
 from hwtp import mutantset
 from hwtp import mutate as engine
@@ -95,39 +103,63 @@ def main() -> None:
     parser.add_argument("--mutants", type=int, default=32)
     parser.add_argument("--baseline-mutants", type=int, default=3)
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    add_reps_argument(parser)
     args = parser.parse_args()
-    design = load_design(args.design)
-    with tempfile.TemporaryDirectory(prefix="hwtp-bench-") as tmp:
-        cache_cold = Path(tmp) / "cache"
-        mutant_set = engine.mutate(design, engine.MutationConfig(n=args.mutants, witness_cycles=0, jobs=args.jobs))
-        plans = make_plans(mutant_set, args.plans)
-        cold_s, n_evals = hwtp_run(mutant_set, plans, cache_cold, args.jobs)
-        warm_s, _ = hwtp_run(mutant_set, plans, cache_cold, args.jobs)
-        base_s, base_n = baseline(mutant_set, plans, args.baseline_mutants, Path(tmp) / "base")
-        icarus = None
-        if shutil.which("iverilog"):
-            hwtp_run(mutant_set, plans, cache_cold, args.jobs, "icarus")  # build (fast), then measure warm
-            icarus = hwtp_run(mutant_set, plans, cache_cold, args.jobs, "icarus")
-        per_core, cycles = harness_speed(mutant_set, plans, cache_cold, repeat=4)
-    base_rate = base_n / base_s
-    cold_rate, warm_rate = n_evals / cold_s, n_evals / warm_s
-    valid = len(mutant_set.valid)
-    print(f"design {args.design}: {len(plans)} plans x ({valid} valid mutants + golden) = {n_evals} evaluations")
-    print(f"{'flow':<44}{'evals/s':>10}{'vs baseline':>14}")
-    print(
-        f"{'baseline (build per mutant, process per eval)':<44}{base_rate:>10.2f}{1.0:>13.1f}x"
-        f"   (measured on {args.baseline_mutants} mutants x {len(plans)} plans = {base_n} evals, extrapolated)"
-    )
-    print(f"{'hwtp cold (empty build cache)':<44}{cold_rate:>10.1f}{cold_rate / base_rate:>13.1f}x")
-    print(f"{'hwtp warm (build cached)':<44}{warm_rate:>10.1f}{warm_rate / base_rate:>13.1f}x")
-    if icarus:
-        ica_rate = icarus[1] / icarus[0]
-        print(f"{'hwtp warm, Icarus backend':<44}{ica_rate:>10.1f}{ica_rate / base_rate:>13.1f}x")
-    print(
-        f"{'harness inside one process, per core':<44}{per_core:>10.0f}"
-        f"   (plans of <= {cycles} cycles incl. reset; goal >= 2000/s)"
-    )
-    print(f"baseline full matrix would take ~{n_evals / base_rate:.0f} s; hwtp warm {warm_s:.1f} s")
+    with load_report("hwtp score vs the per-bug CI flow"):
+        design = load_design(args.design)
+        icarus = shutil.which("iverilog") is not None
+        with private_cache() as private:
+            mutant_set = engine.mutate(design, engine.MutationConfig(n=args.mutants, witness_cycles=0, jobs=args.jobs))
+            plans = make_plans(mutant_set, args.plans)
+            warm_cache = private / "warm"
+
+            def cold() -> tuple[float, int]:
+                with tempfile.TemporaryDirectory(prefix="hwtp-bench-cold-") as tmp:
+                    return hwtp_run(mutant_set, plans, Path(tmp), args.jobs)
+
+            def base() -> tuple[float, int]:
+                with tempfile.TemporaryDirectory(prefix="hwtp-bench-base-") as tmp:
+                    return baseline(mutant_set, plans, args.baseline_mutants, Path(tmp))
+
+            flows: dict[str, Callable[[], tuple[float, int]]] = {
+                "base": base,
+                "cold": cold,
+                "warm": lambda: hwtp_run(mutant_set, plans, warm_cache, args.jobs),
+            }
+            if icarus:
+                flows["icarus"] = lambda: hwtp_run(mutant_set, plans, warm_cache, args.jobs, "icarus")
+            for flow in flows.values():  # not measured: fills ccache for both flows and the warm build cache
+                flow()
+            got = interleaved(args.reps, flows)
+            harness = [harness_speed(mutant_set, plans, warm_cache, repeat=4) for _ in range(args.reps)]
+        rate = {name: [n / s for s, n in runs] for name, runs in got.items()}
+        n_evals, base_n = got["cold"][0][1], got["base"][0][1]
+        valid = len(mutant_set.valid)
+        print(f"design {args.design}: {len(plans)} plans x ({valid} valid mutants + golden) = {n_evals} evaluations")
+        print(f"{'flow':<44}{'evals/s, median (min..max)':>30}{'vs baseline':>26}")
+        print(
+            f"{'baseline (build per mutant, process per eval)':<44}{spread(rate['base']).show():>30}{'1.0x':>26}"
+            f"   (measured on {args.baseline_mutants} mutants x {len(plans)} plans = {base_n} evals, extrapolated)"
+        )
+        labels = {
+            "cold": "hwtp cold (empty build cache)",
+            "warm": "hwtp warm (build cached)",
+            "icarus": "hwtp warm, Icarus backend",
+        }
+        for name, label in labels.items():
+            if name in rate:
+                versus = ratios(rate[name], rate["base"]).show(".1f", "x")
+                print(f"{label:<44}{spread(rate[name]).show('.1f'):>30}{versus:>26}")
+        cycles = harness[0][1]
+        print(
+            f"{'harness inside one process, per core':<44}{spread([h[0] for h in harness]).show('.0f'):>30}"
+            f"   (plans of <= {cycles} cycles incl. reset; goal >= 2000/s)"
+        )
+        warm_s = spread([s for s, _ in got["warm"]])
+        print(
+            f"baseline full matrix would take ~{n_evals / spread(rate['base']).median:.0f} s; "
+            f"hwtp warm {warm_s.show('.1f', ' s')}"
+        )
 
 
 if __name__ == "__main__":
