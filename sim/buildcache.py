@@ -104,3 +104,20 @@ def ensure_build(
             shutil.rmtree(work, ignore_errors=True)
             raise
         return Build(backend, folder, top, key, cached=False, seconds=seconds)
+
+
+def keep_sources(sources: Sequence[SourceFile], message: str) -> str | None:
+    """A copy of the sources of a build that failed and its message, in the cache's ``failed/``
+    folder (named after their content), for a bug report; None when it cannot be written."""
+    h = hashlib.sha256(message.encode())
+    for src in sources:
+        h.update(f"\0{src.path}\0".encode() + src.text.encode())
+    folder = env.cache_dir() / "failed" / h.hexdigest()[:16]
+    try:
+        for src in sources:
+            (folder / src.path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / src.path).write_text(src.text, encoding="utf-8")
+        (folder / "error.txt").write_text(message + "\n", encoding="utf-8")
+    except OSError:
+        return None
+    return str(folder)
