@@ -12,6 +12,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
+from hwtp.executors.base import schemata_targets
 from hwtp.mutantset import GOLDEN
 from hwtp.plan import load_plan_file
 from hwtp.planset import PlanInput
@@ -68,11 +69,11 @@ def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
     valid = list(result.valid)
     picks = {valid[0].id: valid[0], valid[len(valid) // 2].id: valid[len(valid) // 2], valid[-1].id: valid[-1]}
     compiled, cycles = compile_plan(reference, design), plan_cycles(reference, design)
-    schemata, _ = mutantset.schemata_sources(result)
     backend = get_backend("verilator")
-    build = ensure_build(backend, build_sources(design, schemata), WRAPPER_TOP)
-    evals = tuple(Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in picks.values())
-    in_schemata = {r.id: r for r in run_job(build, Job(design, evals))}
+    schemata = schemata_targets(result)  # each mutant in the schemata build that holds it
+    builds = schemata.build()
+    evals = [Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in picks.values()]
+    in_schemata = {r.id: r for i, group in schemata.split(evals) for r in run_job(builds[i], Job(design, tuple(group)))}
     for mid, m in picks.items():
         alone = ensure_build(backend, build_sources(design, result.sources_of(m)), WRAPPER_TOP)
         got = run_job(alone, Job(design, (Evaluation(mid, compiled, 0, stop_on_fail=False, cycles=cycles),)))[0]

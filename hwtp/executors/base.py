@@ -53,16 +53,20 @@ class Target:
         """The build in this machine's cache, made now unless it is there."""
         backend = get_backend(self.simulator)
         try:
-            return ensure_build(backend, self.sources, WRAPPER_TOP, root=self.cache_root,
-                                allow_escapes=self.allow_escapes)
+            return ensure_build(
+                backend, self.sources, WRAPPER_TOP, root=self.cache_root, allow_escapes=self.allow_escapes
+            )
         except DesignError as exc:
             if not self.generated:
                 raise
             # the design's own sources fail too: its fault, raised as it is
-            ensure_build(backend, build_sources(self.design), WRAPPER_TOP, root=self.cache_root,
-                         allow_escapes=self.allow_escapes)
-            raise InternalError(f"{self.design.name}: a schemata build hwtp generated does not build: {exc}",
-                                kept=keep_sources(self.sources, str(exc))) from exc
+            ensure_build(
+                backend, build_sources(self.design), WRAPPER_TOP, root=self.cache_root, allow_escapes=self.allow_escapes
+            )
+            raise InternalError(
+                f"{self.design.name}: a schemata build hwtp generated does not build: {exc}",
+                kept=keep_sources(self.sources, str(exc)),
+            ) from exc
 
 
 @dataclass(frozen=True)
