@@ -31,14 +31,16 @@ from pathlib import Path
 from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
-from hwtp.executors.base import schemata_targets
+from hwtp.executors.base import Schemata, schemata_targets
 from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog
 from hwtp.mutators.sites import find_sites
 from hwtp.plan import load_plan_file
 from hwtp.planset import PlanInput
-from hwtp.score import ScoreConfig, score
+from hwtp.score import ScoreConfig, prepare, score
+from hwtp.sim import warm
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
 
@@ -214,13 +216,45 @@ def scoring_cost(reps: int, jobs: int, large: Path | None) -> None:
             f"scoring on {len(mutant_set.valid)} mutants ({len(parts.targets)} builds), {scores.evaluations} "
             f"evaluations per rep: {_spread(per_eval[label], 'ms per evaluation')} ({_load()})"
         )
-    if "512" in per_eval:
-        ratios = [b / a for a, b in zip(per_eval["32"], per_eval["512"], strict=True)]
+        more = [PlanInput(f"warm{i}", reference) for i in range(32)]
+        many = list(prepare(mutant_set, more, config).evaluations.values())
+        warm_ms = _warm_cost(mutant_set, parts, many, reps, jobs)
+        per_eval.setdefault(f"warm {label}", []).extend(warm_ms)
+        print(
+            f"  warm pools (one per build, {jobs} workers each), {len(many)} evaluations per rep: "
+            f"{_spread(warm_ms, 'ms per evaluation')}"
+        )
+    for how in ("", "warm "):
+        if f"{how}512" not in per_eval:
+            continue
+        ratios = [b / a for a, b in zip(per_eval[f"{how}32"], per_eval[f"{how}512"], strict=True)]
         ok = 0.8 <= statistics.median(ratios) <= 1.2
         print(
-            f"cost per evaluation, 512 vs 32 mutants: {_spread(ratios, 'x')} (goal 0.8-1.2: "
+            f"cost per evaluation, {how or 'hwtp score, '}512 vs 32 mutants: {_spread(ratios, 'x')} (goal 0.8-1.2: "
             f"{'met' if ok else 'MISSED'})"
         )
+
+
+def _warm_cost(
+    mutant_set: mutantset.MutantSet, parts: Schemata, evaluations: list[Evaluation], reps: int, jobs: int
+) -> list[float]:
+    """ms per evaluation through warm pools (the reward functions' path), one pool per build,
+    after one warm-up pass: what a training step pays."""
+    builds = parts.build(jobs)
+    pools = [warm.WarmPool(b, mutant_set.design, workers=jobs) for b in builds]
+    try:
+        out = []
+        for rep in range(reps + 1):
+            start = time.perf_counter()
+            futures = [pools[i].submit(group) for i, group in parts.split(evaluations)]
+            for f in futures:
+                f.result()
+            if rep:  # the first pass starts the processes
+                out.append((time.perf_counter() - start) / len(evaluations) * 1000)
+        return out
+    finally:
+        for pool in pools:
+            pool.close()
 
 
 def main() -> None:

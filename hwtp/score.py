@@ -26,6 +26,7 @@ from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.scheme import REFERENCE_PREFIX, RewardScheme, dense_ceiling, dense_reward, kills, reference_kills, targets
 from hwtp.scheme import killable as killable_ids
+from hwtp.sim import procs
 from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 from hwtp.sim.outputs import first_difference
 from hwtp.sim.runner import Counters, EvalResult
@@ -468,8 +469,18 @@ def run_schemata(
     workdir: Path | None = None,
 ) -> dict[str, EvalResult]:
     """:func:`run_evaluations` with each evaluation in the build of its selector value
-    (``builds``: ``schemata.build()``), one build after another."""
+    (``builds``: ``schemata.build()``). Several builds share the ``config.jobs`` processes: up to
+    that many builds run at once, each with its share of them (a process per build at least)."""
+    groups = schemata.split(evaluations)
+    if len(groups) == 1:
+        i, group = groups[0]
+        return run_evaluations(builds[i], design, group, config, progress, counters, on_result, workdir)
+    share = replace(config, jobs=max(1, config.jobs // len(groups)))
+
+    def run(item: tuple[int, list[Evaluation]]) -> dict[str, EvalResult]:
+        return run_evaluations(builds[item[0]], design, item[1], share, progress, counters, on_result, workdir)
+
     out: dict[str, EvalResult] = {}
-    for i, group in schemata.split(evaluations):
-        out.update(run_evaluations(builds[i], design, group, config, progress, counters, on_result, workdir))
+    for done in procs.map_threads(run, groups, config.jobs):
+        out.update(done)
     return out
