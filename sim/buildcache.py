@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hwtp import env, trust
 from hwtp.design import SourceFile, system_tasks_allowed
+from hwtp.errors import DesignError, InternalError
 from hwtp.outputs import cache_folder
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
@@ -121,3 +122,24 @@ def keep_sources(sources: Sequence[SourceFile], message: str) -> str | None:
     except OSError:
         return None
     return str(folder)
+
+
+def ensure_generated(
+    backend: Backend,
+    sources: Sequence[SourceFile],
+    original: Sequence[SourceFile],
+    top: str,
+    options: BuildOptions = NO_OPTIONS,
+    root: Path | None = None,
+    allow_escapes: bool | None = None,
+) -> Build:
+    """:func:`ensure_build` of ``sources`` that hwtp generated from ``original`` (schemata): when
+    they fail as a design would (:class:`DesignError`) but ``original`` builds, the fault is
+    hwtp's, never the input's (:class:`InternalError`, the generated sources kept); when
+    ``original`` fails too, its own error is raised."""
+    try:
+        return ensure_build(backend, sources, top, options, root, allow_escapes)
+    except DesignError as exc:
+        ensure_build(backend, original, top, options, root, allow_escapes)
+        raise InternalError(f"a schemata build hwtp generated does not build: {exc}",
+                            kept=keep_sources(sources, str(exc))) from exc

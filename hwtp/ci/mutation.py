@@ -49,7 +49,7 @@ from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.probes import Coverage
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
-from hwtp.sim.buildcache import Build, ensure_build
+from hwtp.sim.buildcache import Build, ensure_generated
 from hwtp.sim.runner import EvalStatus
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
@@ -400,10 +400,11 @@ def _build(mutant_set: mutantset.MutantSet, config: CiConfig, cache_root: Path |
     plain schemata (and None) when not diagnosed or when the probed sources do not build (said
     through ``note``)."""
     backend = get_backend(config.simulator)
+    design = mutant_set.design
 
     def built(parts: tuple[mutantset.SchemataPart, ...]) -> list[tuple[Build, frozenset[int]]]:
-        builds = procs.map_threads(lambda p: ensure_build(backend, p.sources, config.top, config.build,
-                                                          root=cache_root), list(parts), config.jobs)
+        builds = procs.map_threads(lambda p: ensure_generated(backend, p.sources, design.sources, config.top,
+                                                              config.build, root=cache_root), list(parts), config.jobs)
         return [(b, p.indices) for b, p in zip(builds, parts, strict=True)]
 
     if config.diagnose:

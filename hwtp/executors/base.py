@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Protocol
 
 from hwtp.design import Design, SourceFile, system_tasks_allowed
-from hwtp.errors import DesignError, InternalError, MutantError
+from hwtp.errors import MutantError
 from hwtp.mutantset import MutantSet, SchemataPart, part_of, schemata_parts
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, get_backend
-from hwtp.sim.buildcache import Build, build_key, ensure_build, keep_sources
+from hwtp.sim.buildcache import Build, build_key, ensure_build, ensure_generated
 from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import Counters, EvalResult
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
@@ -52,21 +52,10 @@ class Target:
     def build(self) -> Build:
         """The build in this machine's cache, made now unless it is there."""
         backend = get_backend(self.simulator)
-        try:
-            return ensure_build(
-                backend, self.sources, WRAPPER_TOP, root=self.cache_root, allow_escapes=self.allow_escapes
-            )
-        except DesignError as exc:
-            if not self.generated:
-                raise
-            # the design's own sources fail too: its fault, raised as it is
-            ensure_build(
-                backend, build_sources(self.design), WRAPPER_TOP, root=self.cache_root, allow_escapes=self.allow_escapes
-            )
-            raise InternalError(
-                f"{self.design.name}: a schemata build hwtp generated does not build: {exc}",
-                kept=keep_sources(self.sources, str(exc)),
-            ) from exc
+        if self.generated:
+            return ensure_generated(backend, self.sources, build_sources(self.design), WRAPPER_TOP,
+                                    root=self.cache_root, allow_escapes=self.allow_escapes)
+        return ensure_build(backend, self.sources, WRAPPER_TOP, root=self.cache_root, allow_escapes=self.allow_escapes)
 
 
 @dataclass(frozen=True)
