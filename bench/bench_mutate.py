@@ -1,17 +1,29 @@
-"""Benchmark: the mutation engine's front end and the cost of validating mutants.
+"""Benchmark: the mutation engine's front end, the cost of validating mutants, and schemata at scale.
 
 1. Parse + site discovery + schemata generation for every shipped design, with the pyslang
    and the pyverilog front ends side by side (designs parsed, sites found, time).
-2. Validation of N mutants of one sequential design: hwtp (one Verilator lint of all + ONE
-   schemata build) vs compiling each mutant on its own (a full Verilator build each; measured
-   on --standalone builds and extrapolated). Goal: hwtp < 3 standalone builds.
+2. Validation of N mutants of one sequential design: hwtp (one Verilator lint per schemata
+   build + the schemata builds) vs compiling each mutant on its own (a full Verilator build each;
+   measured on --standalone builds and extrapolated). Goal: hwtp < 3 standalone builds.
+3. Scale (--scale): ``hwtp mutate traffic_light -n 512 --depth 2`` and ``-n 2000`` as the CLI
+   runs them, each repetition with an empty build cache and an empty ccache: wall time and peak
+   RSS of the whole process tree (sampled every 0.1 s), median and range. Goal: <= 180 s and
+   <= 4 GB for ``-n 512 --depth 2`` on 2 cores. Then the scoring cost per evaluation on a set of
+   32 and one of 512 first-order-and-depth-2 mutants (the same plans on the same number of
+   states, spread over the set's builds, builds made before timing): goal 512/32 within 0.8-1.2.
 
-Run: python bench/bench_mutate.py [--design fifo_sync] [-n 32] [--standalone 3]
+The machine's load average is printed with each part: a loaded machine stretches every time.
+
+Run: python bench/bench_mutate.py [--design fifo_sync] [-n 32] [--standalone 3] [--scale] [--reps 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,10 +31,16 @@ from pathlib import Path
 from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
+from hwtp.executors.base import Schemata, schemata_targets
 from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog
 from hwtp.mutators.sites import find_sites
+from hwtp.plan import load_plan_file
+from hwtp.planset import PlanInput
+from hwtp.score import ScoreConfig, prepare, score
+from hwtp.sim import warm
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.job import Evaluation
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
 
@@ -57,9 +75,9 @@ def validation(design_name: str, n: int, standalone: int) -> None:
         start = time.perf_counter()
         result = engine.mutate(design, engine.MutationConfig(n=n, witness_cycles=0, jobs=1))
         lint_s = time.perf_counter() - start
-        schemata, _ = mutantset.schemata_sources(result)
         start = time.perf_counter()
-        ensure_build(get_backend("verilator"), build_sources(design, schemata), WRAPPER_TOP, root=Path(tmp) / "s")
+        schemata = schemata_targets(result, cache_root=Path(tmp) / "s")
+        schemata.build(1)
         schemata_s = time.perf_counter() - start
         start = time.perf_counter()
         for m in result.valid[:standalone]:
@@ -69,8 +87,11 @@ def validation(design_name: str, n: int, standalone: int) -> None:
         per_build = (time.perf_counter() - start) / max(1, min(standalone, len(result.valid)))
     ours = lint_s + schemata_s
     theirs = per_build * len(result.valid)
-    print(f"\nvalidating {len(result.mutants)} mutants of {design_name} ({len(result.valid)} valid):")
-    print(f"  hwtp: lint + one schemata build       {ours:7.1f} s  ({lint_s:.1f} s lint, {schemata_s:.1f} s build)")
+    print(f"\nvalidating {len(result.mutants)} mutants of {design_name} ({len(result.valid)} valid), {_load()}:")
+    print(
+        f"  hwtp: lint + {len(schemata.targets)} schemata build(s)   {ours:7.1f} s  "
+        f"({lint_s:.1f} s lint, {schemata_s:.1f} s build)"
+    )
     print(
         f"  one standalone build per mutant        {theirs:7.1f} s  ({per_build:.1f} s per build, "
         f"measured on {standalone}, extrapolated)"
@@ -78,14 +99,181 @@ def validation(design_name: str, n: int, standalone: int) -> None:
     print(f"  ratio {theirs / ours:.1f}x; hwtp costs {ours / per_build:.1f} standalone builds (goal < 3)")
 
 
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and every process below it, now (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def _measured(argv: list[str], environ: dict[str, str]) -> tuple[float, int, int, str]:
+    """Wall seconds, peak RSS of the process tree, exit code and last lines of ``argv``."""
+    with tempfile.TemporaryFile("w+") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, env=environ, stdout=log, stderr=subprocess.STDOUT)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.1)
+        seconds = time.perf_counter() - start
+        log.seek(0)
+        tail = " | ".join(log.read().strip().splitlines()[-2:])
+    return seconds, peak, proc.returncode, tail
+
+
+def _spread(values: list[float], unit: str, scale: float = 1.0) -> str:
+    v = [x / scale for x in values]
+    return f"median {statistics.median(v):.1f} {unit} (range {min(v):.1f}-{max(v):.1f}, {len(v)} reps)"
+
+
+def scale(reps: int, jobs: int) -> dict[str, Path]:
+    """``hwtp mutate traffic_light`` at scale, cold caches; the mutant folders of the last reps."""
+    kept: dict[str, Path] = {}
+    for label, args, goal in (
+        ("-n 512 --depth 2", ["-n", "512", "--depth", "2"], (180.0, 4 << 30)),
+        ("-n 2000", ["-n", "2000"], None),
+    ):
+        times: list[float] = []
+        peaks: list[float] = []
+        for rep in range(reps):
+            tmp = Path(tempfile.mkdtemp(prefix="hwtp-bench-scale-"))
+            environ = {**os.environ, "HWTP_CACHE_DIR": str(tmp / "cache"), "CCACHE_DIR": str(tmp / "ccache")}
+            argv = [
+                str(Path(sys.executable).parent / "hwtp"),
+                "mutate",
+                "traffic_light",
+                *args,
+                "-j",
+                str(jobs),
+                "-o",
+                str(tmp / "mutants"),
+            ]
+            load = _load()
+            seconds, peak, code, tail = _measured(argv, environ)
+            if code != 0:
+                print(f"  hwtp mutate traffic_light {label}: exit {code}: {tail}")
+                break
+            times.append(seconds)
+            peaks.append(peak)
+            kept[label] = tmp / "mutants"
+            parts = len(schemata_targets(mutantset.load(tmp / "mutants")).targets)
+            print(f"  rep {rep + 1}: {seconds:.1f} s, peak {peak / 2**30:.2f} GB, {parts} schemata builds ({load})")
+        if not times:
+            continue
+        print(
+            f"hwtp mutate traffic_light {label} -j {jobs}: {_spread(times, 's')}, "
+            f"peak RSS {_spread(peaks, 'GB', 2**30)}"
+        )
+        if goal is not None:
+            ok = statistics.median(times) <= goal[0] and max(peaks) <= goal[1]
+            print(f"  goal <= {goal[0]:.0f} s and <= {goal[1] / 2**30:.0f} GB: {'met' if ok else 'MISSED'}")
+    return kept
+
+
+def scoring_cost(reps: int, jobs: int, large: Path | None) -> None:
+    """Seconds per evaluation on a set of ~32 mutants and on the -n 512 --depth 2 set: the same
+    plans on 32 states spread over each set's builds."""
+    design = load_design("traffic_light")
+    small = engine.mutate(design, engine.MutationConfig(n=16, depth=2, branching=1, witness_cycles=0, jobs=jobs))
+    sets = {"32": small}
+    if large is not None:
+        sets["512"] = mutantset.load(large)
+    reference = load_plan_file(design.root / "plans" / "reference.yaml")
+    plans = [PlanInput(f"ref{i}", reference) for i in range(8)]
+    per_eval: dict[str, list[float]] = {}
+    for label, mutant_set in sets.items():
+        states = list(mutant_set.states)
+        step = max(1, len(states) // 32)
+        chosen = tuple(m.id for m in states[::step][:32])
+        config = ScoreConfig(states=chosen, jobs=jobs, full_matrix=True)
+        parts = schemata_targets(mutant_set)
+        parts.build(jobs)
+        for _ in range(reps):
+            scores = score(mutant_set, plans, config)
+            per_eval.setdefault(label, []).append(scores.seconds / scores.evaluations * 1000)
+        print(
+            f"scoring on {len(mutant_set.valid)} mutants ({len(parts.targets)} builds), {scores.evaluations} "
+            f"evaluations per rep: {_spread(per_eval[label], 'ms per evaluation')} ({_load()})"
+        )
+        more = [PlanInput(f"warm{i}", reference) for i in range(32)]
+        many = list(prepare(mutant_set, more, config).evaluations.values())
+        warm_ms = _warm_cost(mutant_set, parts, many, reps, jobs)
+        per_eval.setdefault(f"warm {label}", []).extend(warm_ms)
+        print(
+            f"  warm pools (one per build, {jobs} workers each), {len(many)} evaluations per rep: "
+            f"{_spread(warm_ms, 'ms per evaluation')}"
+        )
+    for how in ("", "warm "):
+        if f"{how}512" not in per_eval:
+            continue
+        ratios = [b / a for a, b in zip(per_eval[f"{how}32"], per_eval[f"{how}512"], strict=True)]
+        ok = 0.8 <= statistics.median(ratios) <= 1.2
+        print(
+            f"cost per evaluation, {how or 'hwtp score, '}512 vs 32 mutants: {_spread(ratios, 'x')} (goal 0.8-1.2: "
+            f"{'met' if ok else 'MISSED'})"
+        )
+
+
+def _warm_cost(
+    mutant_set: mutantset.MutantSet, parts: Schemata, evaluations: list[Evaluation], reps: int, jobs: int
+) -> list[float]:
+    """ms per evaluation through warm pools (the reward functions' path), one pool per build,
+    after one warm-up pass: what a training step pays."""
+    builds = parts.build(jobs)
+    pools = [warm.WarmPool(b, mutant_set.design, workers=jobs) for b in builds]
+    try:
+        out = []
+        for rep in range(reps + 1):
+            start = time.perf_counter()
+            futures = [pools[i].submit(group) for i, group in parts.split(evaluations)]
+            for f in futures:
+                f.result()
+            if rep:  # the first pass starts the processes
+                out.append((time.perf_counter() - start) / len(evaluations) * 1000)
+        return out
+    finally:
+        for pool in pools:
+            pool.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--design", default="fifo_sync")
     parser.add_argument("-n", type=int, default=32)
     parser.add_argument("--standalone", type=int, default=3)
+    parser.add_argument("--scale", action="store_true", help="also part 3 (minutes per repetition)")
+    parser.add_argument("--only-scale", action="store_true", help="part 3 only")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("-j", "--jobs", type=int, default=2)
     args = parser.parse_args()
-    frontends()
-    validation(args.design, args.n, args.standalone)
+    if not args.only_scale:
+        frontends()
+        validation(args.design, args.n, args.standalone)
+    if args.scale or args.only_scale:
+        print(f"\nschemata at scale ({_load()}):")
+        kept = scale(args.reps, args.jobs)
+        scoring_cost(args.reps, args.jobs, kept.get("-n 512 --depth 2"))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_TOOLCHAIN = 3
+EXIT_INTERNAL = 4
 
 
 class HwtpError(Exception):
@@ -82,3 +83,15 @@ class SimulationError(HwtpError):
     """A simulator process crashed or produced no result."""
 
     exit_code = EXIT_TOOLCHAIN
+
+
+class InternalError(HwtpError):
+    """hwtp's own fault: code it generated (a schemata build) does not build while the input it
+    came from does. Never bad input. ``kept``: where the generated sources and the tool's
+    message are kept for a bug report."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str, kept: str | None = None) -> None:
+        super().__init__(f"internal error (please report it): {message}" + (f" (kept: {kept})" if kept else ""))
+        self.kept = kept

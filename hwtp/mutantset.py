@@ -13,14 +13,15 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from hwtp import yamlio
+from hwtp import env, yamlio
 from hwtp.design import MANIFEST, Design, SourceFile, load_design
-from hwtp.errors import MutantError
+from hwtp.errors import ConfigError, MutantError
 from hwtp.mutators import probes
 from hwtp.mutators.schemata import SELECTOR, SchemataError, render, standalone
 from hwtp.mutators.site import Site
@@ -222,35 +223,122 @@ def _schemata(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str],
 
 
 def schemata_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], list[str]]:
-    """Schemata sources of the valid mutants (and the spares, so selector values stay those of
-    the selection's build), and the ids that could not share the build."""
+    """Schemata sources of all the valid mutants in one text (and the spares, so selector values
+    stay those of the selection's build), and the ids that could not share it. Builds use
+    :func:`schemata_parts`: this one text can be too big for one build."""
     sources, excluded, _ = _schemata(mutant_set)
     return sources, excluded
 
 
-def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[int, probes.Coverage]]:
-    """The schemata sources with activation probes (:mod:`hwtp.mutators.probes`): the same
-    mutants at the same selector values as :func:`schemata_sources`, and how each mutant index's
-    activation is measured. A file whose probes do not fit its schemata keeps its plain
-    schemata (its mutants are then not probed)."""
-    plain, _excluded, valid = _schemata(mutant_set)
+#: Bounds of one schemata build (:func:`schemata_parts`): mutants, and bytes of generated text
+#: (each mutant counts the bytes its guards copy, plus the guard itself). Beyond them a set
+#: gets several builds: one build's C++ and compile memory grow faster than its text.
+MAX_PART_MUTANTS = 128
+MAX_PART_BYTES = 256 * 1024
+_GUARD_BYTES = 64  # the selector test and brackets around one copy
+
+
+@dataclass(frozen=True)
+class SchemataPart:
+    """One schemata build of a mutant set: golden (selector 0) and the mutants with selector
+    values ``indices``, each at the value it has in the set (so a state routes to the part that
+    holds it, and every part simulates golden alike). ``coverage``: with probes, how each of
+    its mutants' activation is measured."""
+
+    indices: frozenset[int]
+    sources: tuple[SourceFile, ...]
+    coverage: dict[int, probes.Coverage] = field(default_factory=dict, compare=False)
+
+
+def part_bounds() -> tuple[int, int]:
+    """(mutants, bytes) of one schemata build: :data:`MAX_PART_MUTANTS` and
+    :data:`MAX_PART_BYTES`, or ``$HWTP_SCHEMATA_PART`` (``MUTANTS`` or ``MUTANTS,BYTES``)."""
+    raw = env.get(env.SCHEMATA_PART_VAR)
+    if raw is None:
+        return MAX_PART_MUTANTS, MAX_PART_BYTES
+    try:
+        numbers = [int(x) for x in raw.split(",")]
+        if not 1 <= len(numbers) <= 2 or min(numbers) < 1:
+            raise ValueError(raw)
+    except ValueError:
+        raise ConfigError(
+            f"${env.SCHEMATA_PART_VAR}={raw!r}: expected MUTANTS or MUTANTS,BYTES (positive integers)"
+        ) from None
+    return numbers[0], numbers[1] if len(numbers) == 2 else MAX_PART_BYTES
+
+
+def _cost(mutant: Mutant) -> int:
+    return sum(s.guard_end - s.guard_start + _GUARD_BYTES for s in mutant.sites)
+
+
+def _groups(valid: list[Mutant], bounds: tuple[int, int]) -> list[list[Mutant]]:
+    """Consecutive runs of ``valid`` (selector order) within ``bounds``; a mutant over the byte
+    bound alone gets a part of its own."""
+    most, budget = bounds
+    groups: list[list[Mutant]] = []
+    used = 0
+    for m in valid:
+        cost = _cost(m)
+        if not groups or len(groups[-1]) >= most or (groups[-1] and used + cost > budget):
+            groups.append([])
+            used = 0
+        groups[-1].append(m)
+        used += cost
+    return groups or [[]]
+
+
+def _rendered(mutant_set: MutantSet, group: Sequence[Mutant], with_probes: bool) -> SchemataPart:
     out: list[SourceFile] = []
     coverage: dict[int, probes.Coverage] = {}
-    for src, rendered in zip(mutant_set.design.sources, plain, strict=True):
-        pairs = [(m.index, s) for m in valid for s in m.sites if s.file == src.path]
+    for src in mutant_set.design.sources:
+        pairs = [(m.index, s) for m in group for s in m.sites if s.file == src.path]
         bodies = module_body_offsets(src.text, src.path)
+        plain = render(src.text, pairs, bodies)
+        if not with_probes:
+            out.append(SourceFile(src.path, plain))
+            continue
         found = probes.plan(src.text, src.path, pairs, bodies, SELECTOR)
         try:
             out.append(SourceFile(src.path, render(src.text, pairs, bodies, found)))
             found_coverage = found.coverage
         except SchemataError:
-            out.append(rendered)
+            out.append(SourceFile(src.path, plain))
             found_coverage = {
                 i: probes.Coverage("none", f"the probes of {src.path} do not fit its schemata") for i, _ in pairs
             }
         for i, c in found_coverage.items():
             coverage[i] = coverage[i].merge(c) if i in coverage else c
-    return tuple(out), coverage
+    return SchemataPart(frozenset(m.index for m in group), tuple(out), coverage)
+
+
+def schemata_parts(
+    mutant_set: MutantSet, with_probes: bool = False, bounds: tuple[int, int] | None = None
+) -> tuple[SchemataPart, ...]:
+    """The schemata builds of a set: its valid mutants (and spares) in selector order, cut into
+    runs within ``bounds`` (default :func:`part_bounds`), each rendered on its own; at least one
+    part (golden alone when there are no mutants). Mutants that cannot share the one text of
+    :func:`schemata_sources` are in none. ``with_probes``: with activation probes."""
+    _plain, _excluded, valid = _schemata(mutant_set)
+    return tuple(_rendered(mutant_set, g, with_probes) for g in _groups(valid, bounds or part_bounds()))
+
+
+def part_of(parts: Sequence[SchemataPart], index: int) -> int:
+    """The position of the part that simulates selector value ``index`` (golden: the first)."""
+    if index:
+        for i, part in enumerate(parts):
+            if index in part.indices:
+                return i
+        raise MutantError(f"no schemata build holds selector value {index}")
+    return 0
+
+
+def probed_sources(mutant_set: MutantSet) -> tuple[tuple[SourceFile, ...], dict[int, probes.Coverage]]:
+    """The schemata sources of all the valid mutants in one text with activation probes
+    (:mod:`hwtp.mutators.probes`): the same mutants at the same selector values as
+    :func:`schemata_sources`, and how each mutant index's activation is measured. A file whose
+    probes do not fit its schemata keeps its plain schemata (its mutants are then not probed)."""
+    (part,) = schemata_parts(mutant_set, with_probes=True, bounds=(1 << 62, 1 << 62))
+    return part.sources, part.coverage
 
 
 def write(mutant_set: MutantSet, outdir: Path) -> Path:
@@ -282,10 +370,14 @@ def _write(mutant_set: MutantSet, outdir: Path, files: Staged) -> Path:
     if design.reset:
         manifest["reset"] = {"port": design.reset.port, "active": design.reset.active, "cycles": design.reset.cycles}
     files.write_text(golden / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-    schemata, _ = schemata_sources(mutant_set)
-    for src in schemata:
-        (outdir / "schemata" / src.path).parent.mkdir(parents=True, exist_ok=True)
-        files.write_text(outdir / "schemata" / src.path, src.text)
+    parts = schemata_parts(mutant_set)
+    if (outdir / "schemata").exists():
+        shutil.rmtree(outdir / "schemata")
+    for number, part in enumerate(parts, start=1):  # one build: schemata/FILE; several: schemata/N/FILE
+        folder = outdir / "schemata" / (str(number) if len(parts) > 1 else "")
+        for src in part.sources:
+            (folder / src.path).parent.mkdir(parents=True, exist_ok=True)
+            files.write_text(folder / src.path, src.text)
     witnesses = outdir / "witnesses"
     if witnesses.exists():
         shutil.rmtree(witnesses)

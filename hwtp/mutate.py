@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ import pyslang
 
 from hwtp.design import Design, SourceFile
 from hwtp.errors import MutantError
+from hwtp.executors.base import schemata_targets
 from hwtp.formal import yosys as formal_yosys
 from hwtp.formal.classify import FormalConfig
 from hwtp.formal.classify import check as formal_check
@@ -31,6 +33,7 @@ from hwtp.mutantset import (
     MutantClass,
     MutantSet,
     MutantStatus,
+    schemata_parts,
     schemata_sources,
 )
 from hwtp.mutators.operators import select
@@ -41,7 +44,7 @@ from hwtp.plan import Plan
 from hwtp.rtl import parse
 from hwtp.sim import procs
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, get_backend
-from hwtp.witness import WitnessConfig, find_witnesses
+from hwtp.witness import Search, WitnessConfig, find_witnesses
 
 log = logging.getLogger("hwtp.mutate")
 
@@ -146,19 +149,27 @@ def _lint(design: Design, sources: Sequence[SourceFile], config: MutationConfig)
     return get_backend(config.simulator).lint(sources, design.top, config.build)
 
 
-def _lint_together(design: Design, candidates: list[Mutant], config: MutationConfig) -> str | None:
-    """Lint every candidate at once, through their schemata; None when the simulator accepts it.
+def _lint_together(design: Design, candidates: list[Mutant], config: MutationConfig) -> list[Mutant]:
+    """The candidates the simulator may refuse: every candidate is linted through the schemata
+    builds it would share (one lint per build, ``config.jobs`` at once), and those of a build
+    that fails (or all, when they cannot share the builds) are the ones returned.
 
-    The schemata holds each candidate's code exactly as its standalone source has it, so
-    one lint vouches for all of them; when it fails, :func:`_validate` lints each candidate
-    on its own to find which ones fail and why.
+    The schemata holds each candidate's code exactly as its standalone source has it, so one
+    lint vouches for all the candidates of its build; :func:`_validate` lints each candidate
+    returned here on its own to find which ones fail and why.
     """
     numbered = [replace(m, index=i, status=MutantStatus.VALID) for i, m in enumerate(candidates, start=1)]
+    staged = MutantSet(design, 0, tuple(numbered))
     try:
-        sources, excluded = schemata_sources(MutantSet(design, 0, tuple(numbered)))
-    except ValueError as exc:
-        return str(exc)
-    return "cannot share the schemata build" if excluded else _lint(design, sources, config)
+        _, excluded = schemata_sources(staged)
+        parts = schemata_parts(staged)
+    except ValueError:
+        return candidates
+    if excluded:
+        return candidates
+    reasons = procs.map_threads(lambda part: _lint(design, part.sources, config), list(parts), config.jobs)
+    refused = {i for part, reason in zip(parts, reasons, strict=True) if reason for i in part.indices}
+    return [m for m, n in zip(candidates, numbered, strict=True) if n.index in refused]
 
 
 def _keeps_shape(design: Design, site: Site, options: BuildOptions) -> bool:
@@ -212,11 +223,11 @@ def _validate(design: Design, candidates: list[Mutant], config: MutationConfig) 
         else:
             texts[key] = m.id
             to_lint.append(m)
-    if to_lint and _lint_together(design, to_lint, config) is None:
-        reasons: list[str | None] = [None] * len(to_lint)
-    else:
-        reasons = procs.map_threads(lambda m: _lint(design, staged.sources_of(m), config), to_lint, config.jobs)
-    for m, reason in zip(to_lint, reasons, strict=True):
+    suspects = _lint_together(design, to_lint, config) if to_lint else []
+    reasons = procs.map_threads(lambda m: _lint(design, staged.sources_of(m), config), suspects, config.jobs)
+    refused = {m.id: reason for m, reason in zip(suspects, reasons, strict=True) if reason}
+    for m in to_lint:
+        reason = refused.get(m.id)
         out[m.id] = replace(m, status=MutantStatus.REJECTED, reason=f"does not compile: {reason}") if reason else m
     return [out[m.id] for m in candidates]
 
@@ -408,7 +419,6 @@ def classify(
     ``witness_cycles`` 0 it is the only search.
     """
     known = dict(known or {})
-    schemata, _ = schemata_sources(mutant_set)
     targets = [
         (m.id, m.index)
         for m in mutant_set.valid
@@ -424,7 +434,7 @@ def classify(
     found = dict(known)
     hung: dict[str, str] = {}
     if targets and config.witness_cycles:
-        search = find_witnesses(mutant_set.design, schemata, targets, witness_config)
+        search = _search(mutant_set, targets, witness_config)
         found.update(search.witnesses)
         hung = search.hung
         if search.unsearched:
@@ -448,6 +458,31 @@ def classify(
     if config.formal != "off":
         return _with_formal_verdicts(numbered, config)
     return _keep_valid_witnesses(numbered)
+
+
+def _search(mutant_set: MutantSet, targets: list[tuple[str, int]], config: WitnessConfig) -> Search:
+    """The witness search of ``targets`` (id, selector value), each in the schemata build that
+    holds it: the builds are made first (``config.jobs`` at once), then searched one after
+    another within one budget of ``config.total_s``."""
+    schemata = schemata_targets(mutant_set)
+    schemata.build(config.jobs)
+    deadline = time.monotonic() + config.total_s
+    found: dict[str, Plan] = {}
+    hung: dict[str, str] = {}
+    unsearched = 0
+    for part in schemata.parts:
+        mine = [(mid, k) for mid, k in targets if k in part.indices]
+        if not mine:
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            unsearched += len(mine)
+            continue
+        search = find_witnesses(mutant_set.design, part.sources, mine, replace(config, total_s=left))
+        found.update(search.witnesses)
+        hung.update(search.hung)
+        unsearched += search.unsearched
+    return Search(found, hung, unsearched)
 
 
 def _keep_valid_witnesses(mutant_set: MutantSet) -> MutantSet:

@@ -21,17 +21,15 @@ from typing import Any, Protocol
 from hwtp import yamlio
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, EndpointAuthError, PolicyError
+from hwtp.executors.base import schemata_targets
 from hwtp.llm.cache import ResponseCache
 from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
 from hwtp.llm.client import complete_many
-from hwtp.mutantset import MutantSet, schemata_sources
+from hwtp.mutantset import MutantSet
 from hwtp.plan import json_schema, to_data
 from hwtp.planset import PLAN_INDEX, Generated, PlanRecord, read_index
-from hwtp.sim.backends import default_backend
-from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import run_job
-from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 from hwtp.stimulus import StimulusConfig, fill_expectations, random_stimulus
 
 
@@ -81,8 +79,7 @@ class RandomPolicy:
             for r in requests
         ]
         flat = [s for per_state in stimuli for s in per_state]
-        schemata, _ = schemata_sources(self.mutant_set)
-        build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
+        build = schemata_targets(self.mutant_set).targets[0].build()  # golden only: any part's build
         evaluations = tuple(
             Evaluation(f"s{i}", compile_plan(s, design), 0, stop_on_fail=False, cycles=plan_cycles(s, design))
             for i, s in enumerate(flat)

@@ -23,7 +23,7 @@ from hwtp import mutate as engine
 from hwtp.advantage import advantage_records, preset, summarize
 from hwtp.design import Design, load_design, shipped_names
 from hwtp.errors import StoreError
-from hwtp.executors.base import Executor, schemata_target
+from hwtp.executors.base import Executor, run_split, schemata_targets
 from hwtp.export import ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, failure_reasons, plan_states
@@ -40,8 +40,7 @@ from hwtp.score import (
     assemble,
     prepare,
     rates,
-    run_evaluations,
-    schemata_build,
+    run_schemata,
 )
 from hwtp.sim.runner import EvalResult, ResultTail
 from hwtp.store import AdvantageRow, DesignRow, PlanRow, StateRow, Store, open_store
@@ -219,13 +218,14 @@ def score_stage(
             on_event("progress", design=name, stage="score", done=done, total=total)
 
         start = time.perf_counter()
+        schemata = schemata_targets(mutant_set)
         if executor is None or executor.name == "local":
-            build = schemata_build(mutant_set)
+            builds = schemata.build(config.jobs)
             workdir.mkdir(parents=True, exist_ok=True)
-            run_evaluations(build, mutant_set.design, pending, score_config, tick, on_result=keep, workdir=workdir)
+            run_schemata(schemata, builds, mutant_set.design, pending, score_config, tick, on_result=keep,
+                         workdir=workdir)
         else:
-            target = schemata_target(mutant_set)
-            executor.run(target, pending, score_config.limits, progress=tick, on_result=keep)
+            run_split(executor, schemata, pending, score_config.limits, progress=tick, on_result=keep)
         seconds = time.perf_counter() - start
         shutil.rmtree(workdir, ignore_errors=True)
     with contextlib.suppress(OSError):

@@ -19,13 +19,14 @@ from typing import Any
 
 from hwtp.ci.diagnosis import Observation, fields, summarize
 from hwtp.errors import PlanError, ScoreError
-from hwtp.executors.base import Executor, schemata_target
+from hwtp.executors.base import Executor, Schemata, run_split, schemata_target, schemata_targets
 from hwtp.executors.local import run_batched
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, probed_sources, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.scheme import REFERENCE_PREFIX, RewardScheme, dense_ceiling, dense_reward, kills, reference_kills, targets
 from hwtp.scheme import killable as killable_ids
+from hwtp.sim import procs
 from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 from hwtp.sim.outputs import first_difference
 from hwtp.sim.runner import Counters, EvalResult
@@ -403,8 +404,8 @@ def dense_sample(
 def schemata_build(
     mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None, probes: bool = False
 ) -> Any:
-    """The (cached) schemata build of a mutant set: golden and every valid mutant (``probes``:
-    with activation probes, a build of its own)."""
+    """The (cached) schemata build of a mutant set whose schemata is one build (``probes``: with
+    activation probes, a build of its own); :func:`schemata_targets` for any set."""
     return schemata_target(mutant_set, simulator, cache_root, probes).build()
 
 
@@ -420,20 +421,20 @@ def score(
     ``config.jobs`` processes)."""
     prepared = prepare(mutant_set, plans, config)
     evaluations = list(prepared.evaluations.values())
+    schemata = schemata_targets(mutant_set, config.simulator, config.cache_root, config.diagnose)
     if executor is None or executor.name == "local":
-        build = schemata_build(mutant_set, config.simulator, config.cache_root, config.diagnose)
-        build_seconds, build_cached = build.seconds, build.cached
+        builds = schemata.build(config.jobs)
+        build_seconds, build_cached = sum(b.seconds for b in builds), all(b.cached for b in builds)
         start = time.perf_counter()
-        results = run_evaluations(build, mutant_set.design, evaluations, config, progress, counters)
+        results = run_schemata(schemata, builds, mutant_set.design, evaluations, config, progress, counters)
     else:  # built on each worker's node, in its own cache
         build_seconds, build_cached = 0.0, True
         start = time.perf_counter()
-        target = schemata_target(mutant_set, config.simulator, config.cache_root, config.diagnose)
-        results = executor.run(target, evaluations, config.limits, progress=progress, counters=counters)
+        results = run_split(executor, schemata, evaluations, config.limits, progress=progress, counters=counters)
     seconds = time.perf_counter() - start
     incomplete: frozenset[str] = frozenset()
     if config.diagnose:
-        coverage = probed_sources(mutant_set)[1]
+        coverage = {i: c for part in schemata.parts for i, c in part.coverage.items()}
         incomplete = frozenset(
             m.id for m in mutant_set.valid if m.index not in coverage or not coverage[m.index].complete
         )
@@ -467,3 +468,32 @@ def run_evaluations(
     return run_batched(
         build, design, evaluations, config.limits, config.jobs, config.isolated, progress, counters, on_result, workdir
     )
+
+
+def run_schemata(
+    schemata: Schemata,
+    builds: Sequence[Any],
+    design: Any,
+    evaluations: list[Evaluation],
+    config: ScoreConfig,
+    progress: Callable[[int], None] | None = None,
+    counters: Counters | None = None,
+    on_result: Callable[[EvalResult], None] | None = None,
+    workdir: Path | None = None,
+) -> dict[str, EvalResult]:
+    """:func:`run_evaluations` with each evaluation in the build of its selector value
+    (``builds``: ``schemata.build()``). Several builds share the ``config.jobs`` processes: up to
+    that many builds run at once, each with its share of them (a process per build at least)."""
+    groups = schemata.split(evaluations)
+    if len(groups) == 1:
+        i, group = groups[0]
+        return run_evaluations(builds[i], design, group, config, progress, counters, on_result, workdir)
+    share = replace(config, jobs=max(1, config.jobs // len(groups)))
+
+    def run(item: tuple[int, list[Evaluation]]) -> dict[str, EvalResult]:
+        return run_evaluations(builds[item[0]], design, item[1], share, progress, counters, on_result, workdir)
+
+    out: dict[str, EvalResult] = {}
+    for done in procs.map_threads(run, groups, config.jobs):
+        out.update(done)
+    return out

@@ -126,7 +126,7 @@ class FileProbes:
 
     def declarations(self, body: int) -> str:
         """The probe registers the module whose body starts at ``body`` declares."""
-        return "".join(f" reg [63:0] {flag_name(i)} /*verilator public_flat_rw*/;" for i in self.flags.get(body, []))
+        return "".join(f"\n reg [63:0] {flag_name(i)} /*verilator public_flat_rw*/;" for i in self.flags.get(body, []))
 
 
 def _impure(text: str) -> str | None:

@@ -66,7 +66,7 @@ def _regions(mutants: Sequence[tuple[int, Site]], probes: FileProbes | None = No
         region = by_span.setdefault(key, _Region(site.guard_start, site.guard_end, site.guard, [], []))
         region.mutants.append((index, site))
     for (lo, hi), checks in probes.statements.items() if probes else ():
-        by_span[(lo, hi, "probe")] = _Region(lo, hi, "probe", [], [], " ".join(checks))
+        by_span[(lo, hi, "probe")] = _Region(lo, hi, "probe", [], [], "\n".join(checks))
     ordered = sorted(by_span.values(), key=lambda r: (r.lo, -r.hi, r.guard != "probe"))
     roots: list[_Region] = []
     stack: list[_Region] = []
@@ -105,17 +105,19 @@ class _Renderer:
                     f"{site.operator} at {site.file}:{site.line}:{site.col} cuts across another mutant's guard",
                     [i for i, s in region.mutants if s is site],
                 )
-        inner = self.span(site.start, site.end, region.children)
+        # With this mutant selected every guard inside its region is off (a mutant's own sites
+        # have disjoint guards): the copy holds the region's original text, not the schemata of
+        # the regions inside it, so the text grows linearly with the mutants, never as a product.
         return (
-            self.span(region.lo, site.start, region.children)
-            + site.replacement.replace("{orig}", inner)
-            + self.span(site.end, region.hi, region.children)
+            self.data[region.lo : site.start].decode("utf-8")
+            + site.replacement.replace("{orig}", self.data[site.start : site.end].decode("utf-8"))
+            + self.data[site.end : region.hi].decode("utf-8")
         )
 
     def region(self, region: _Region) -> str:
         original = self.span(region.lo, region.hi, region.children)
         if region.guard == "probe":
-            return f"begin {region.checks} {original} end"
+            return f"begin {region.checks}\n{original} end"
         if region.guard == "edge":
             return self._edge(region, original)
         text = original
@@ -123,17 +125,18 @@ class _Renderer:
             text = f"begin {text} end"
         for index, site in reversed(region.mutants):
             mutated = self.mutated(region, site)
+            # one line per mutant: a line of a region with many mutants never holds them all
             if region.guard == "stmt":
-                text = f"begin if ({SELECTOR} == 32'd{index}) begin {mutated} end else {text} end"
+                text = f"begin if ({SELECTOR} == 32'd{index}) begin {mutated} end else\n{text} end"
             else:
-                text = f"(({SELECTOR} == 32'd{index}) ? ({mutated}) : ({text}))"
+                text = f"(({SELECTOR} == 32'd{index}) ? ({mutated}) :\n({text}))"
         return text
 
     def _edge(self, region: _Region, original: str) -> str:
         keyword, _, signal = original.strip().partition(" ")
         if keyword not in ("posedge", "negedge") or not signal.strip():
             raise SchemataError(f"cannot guard event expression {original!r}", [i for i, _ in region.mutants])
-        flips = " || ".join(f"({SELECTOR} == 32'd{i})" for i, _ in region.mutants)
+        flips = " ||\n".join(f"({SELECTOR} == 32'd{i})" for i, _ in region.mutants)
         sig = signal.strip()
         return f"{keyword} (({flips}) ? ~({sig}) : ({sig}))"
 
@@ -158,7 +161,7 @@ def render(
     ]
     if probes:
         inserts = sorted(
-            [*inserts, *((at, "".join(wires)) for at, wires in probes.after.items())], key=lambda item: item[0]
+            [*inserts, *((at, "\n".join(wires)) for at, wires in probes.after.items())], key=lambda item: item[0]
         )
     pieces, pos = [], 0
     for region in roots:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hwtp import env, trust
 from hwtp.design import SourceFile, system_tasks_allowed
+from hwtp.errors import DesignError, InternalError
 from hwtp.outputs import cache_folder
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
@@ -104,3 +105,41 @@ def ensure_build(
             shutil.rmtree(work, ignore_errors=True)
             raise
         return Build(backend, folder, top, key, cached=False, seconds=seconds)
+
+
+def keep_sources(sources: Sequence[SourceFile], message: str) -> str | None:
+    """A copy of the sources of a build that failed and its message, in the cache's ``failed/``
+    folder (named after their content), for a bug report; None when it cannot be written."""
+    h = hashlib.sha256(message.encode())
+    for src in sources:
+        h.update(f"\0{src.path}\0".encode() + src.text.encode())
+    folder = env.cache_dir() / "failed" / h.hexdigest()[:16]
+    try:
+        for src in sources:
+            (folder / src.path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / src.path).write_text(src.text, encoding="utf-8")
+        (folder / "error.txt").write_text(message + "\n", encoding="utf-8")
+    except OSError:
+        return None
+    return str(folder)
+
+
+def ensure_generated(
+    backend: Backend,
+    sources: Sequence[SourceFile],
+    original: Sequence[SourceFile],
+    top: str,
+    options: BuildOptions = NO_OPTIONS,
+    root: Path | None = None,
+    allow_escapes: bool | None = None,
+) -> Build:
+    """:func:`ensure_build` of ``sources`` that hwtp generated from ``original`` (schemata): when
+    they fail as a design would (:class:`DesignError`) but ``original`` builds, the fault is
+    hwtp's, never the input's (:class:`InternalError`, the generated sources kept); when
+    ``original`` fails too, its own error is raised."""
+    try:
+        return ensure_build(backend, sources, top, options, root, allow_escapes)
+    except DesignError as exc:
+        ensure_build(backend, original, top, options, root, allow_escapes)
+        raise InternalError(f"a schemata build hwtp generated does not build: {exc}",
+                            kept=keep_sources(sources, str(exc))) from exc

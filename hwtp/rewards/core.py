@@ -19,15 +19,16 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hwtp import env, planread
 from hwtp.errors import ConfigError, PlanError, RewardError
-from hwtp.executors.base import EXECUTORS, Target, schemata_target
+from hwtp.executors.base import EXECUTORS, Schemata, schemata_targets
 from hwtp.executors.choice import make_executor
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet
 from hwtp.plan import extract_plan, to_data
 from hwtp.planset import PlanInput
 from hwtp.rewards.completion import example_keys, is_example, response_text
@@ -54,7 +55,6 @@ from hwtp.score import (
     assemble,
     ceiling,
     prepare,
-    schemata_build,
 )
 from hwtp.sim import warm
 from hwtp.sim.job import Limits
@@ -270,6 +270,7 @@ def reset() -> None:
         _registries.clear()
         _references.clear()
         _readers.clear()
+        _schemata.clear()
     _close_pools()
 
 
@@ -292,24 +293,60 @@ def find_mutant_set(truth: GroundTruth) -> MutantSet:
 
 # --------------------------------------------------------------------------- evaluations
 
-_builds: dict[tuple[str, str, str], Any] = {}
 _pool_keys: set[str] = set()  # the warm pools made here (hwtp.sim.warm.pool_for keys)
-_targets: dict[tuple[str, str, str], Target] = {}
+_schemata: dict[tuple[str, str, str], Schemata] = {}  # (set hash, simulator, cache): its schemata builds' targets
 _remote: Any = None  # hwtp.executors.ray.RayExecutor (imported with ray), made on first use with executor="ray"
 
 
-def _ray_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any], config: Settings) -> Any:
-    """A future of the evaluations' results from the Ray actors (their warm pools)."""
-    global _remote
+def _schemata_of(mutant_set: MutantSet, set_digest: str, config: Settings) -> Schemata:
+    """The targets of the set's schemata builds (one per part), made once per set."""
     key = (set_digest, config.simulator, str(config.cache_root))
     with _lock:
-        target = _targets.get(key)
-        if target is None:
-            target = _targets[key] = schemata_target(mutant_set, config.simulator, config.cache_root)
+        found = _schemata.get(key)
+    if found is None:
+        found = schemata_targets(mutant_set, config.simulator, config.cache_root)
+        with _lock:
+            found = _schemata.setdefault(key, found)
+    return found
+
+
+def _joined(futures: list[Future[dict[str, Any]]]) -> Future[dict[str, Any]]:
+    """One future of the merged results of ``futures`` (one per schemata build)."""
+    if len(futures) == 1:
+        return futures[0]
+    out: Future[dict[str, Any]] = Future()
+    left = [len(futures)]
+
+    def done(_: Future[dict[str, Any]]) -> None:
+        with _lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if not last:
+            return
+        try:
+            merged: dict[str, Any] = {}
+            for f in futures:
+                merged.update(f.result())
+            out.set_result(merged)
+        except BaseException as exc:  # handed to the caller through the future
+            out.set_exception(exc)
+
+    for f in futures:
+        f.add_done_callback(done)
+    return out
+
+
+def _ray_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any], config: Settings) -> Any:
+    """A future of the evaluations' results from the Ray actors (their warm pools), each
+    evaluation on the schemata build of its selector value."""
+    global _remote
+    schemata = _schemata_of(mutant_set, set_digest, config)
+    with _lock:
         if _remote is None:
             _remote = make_executor("ray", address=config.ray_address, cpus=config.ray_cpus, chunk=config.ray_chunk)
         remote = _remote
-    return remote.submit(target, evaluations, config.limits)
+    futures = [remote.submit(schemata.targets[i], group, config.limits) for i, group in schemata.split(evaluations)]
+    return _joined(futures)
 
 
 def executor_stats() -> dict[str, Any]:
@@ -321,27 +358,16 @@ def executor_stats() -> dict[str, Any]:
     return {"name": remote.name, **remote.snapshot()}
 
 
-def _build(mutant_set: MutantSet, config: Settings) -> Any:
-    key = (set_hash(mutant_set), config.simulator, str(config.cache_root))
-    with _lock:
-        build = _builds.get(key)
-    if build is None:
-        build = schemata_build(mutant_set, config.simulator, config.cache_root)
-        with _lock:
-            _builds[key] = build
-    return build
-
-
-def _pool(mutant_set: MutantSet, set_digest: str) -> warm.WarmPool:
-    """The warm pool of ``mutant_set`` (``set_digest``: its hash, already checked against the
-    ground truth, so it is not computed again per call)."""
+def _pool(mutant_set: MutantSet, set_digest: str, part: int = 0) -> warm.WarmPool:
+    """The warm pool of schemata build ``part`` of ``mutant_set`` (``set_digest``: its hash,
+    already checked against the ground truth, so it is not computed again per call)."""
     config = _settings
-    key = f"{mutant_set.design.name}:{set_digest}"
+    schemata = _schemata_of(mutant_set, set_digest, config)
+    key = f"{mutant_set.design.name}:{set_digest}" + (f":{part + 1}" if part else "")
 
     def make() -> warm.WarmPool:
-        build = _build(mutant_set, config)
         return warm.WarmPool(
-            build,
+            schemata.targets[part].build(),
             mutant_set.design,
             workers=config.worker_count(),
             limits=config.limits,
@@ -350,7 +376,14 @@ def _pool(mutant_set: MutantSet, set_digest: str) -> warm.WarmPool:
 
     with _lock:
         _pool_keys.add(key)
-    return warm.pool_for(key, make)
+    return warm.pool_for(key, make, max_pools=max(8, len(schemata.targets)))
+
+
+def _local_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any]) -> Any:
+    """A future of the evaluations' results from the set's warm pools, each evaluation in the
+    pool of the schemata build of its selector value."""
+    schemata = _schemata_of(mutant_set, set_digest, _settings)
+    return _joined([_pool(mutant_set, set_digest, i).submit(group) for i, group in schemata.split(evaluations)])
 
 
 # --------------------------------------------------------------------------- scoring
@@ -440,7 +473,7 @@ def _submit(mutant_set: MutantSet, digest: str, evaluations: list[Any], config: 
     """A future of the evaluations' results: the set's warm pool here, or the Ray actors."""
     if config.executor_name() == "ray":
         return _ray_submit(mutant_set, digest, evaluations, config)
-    return _pool(mutant_set, digest).submit(evaluations)
+    return _local_submit(mutant_set, digest, evaluations)
 
 
 def ceiling_of(truth: GroundTruth) -> float:
@@ -479,19 +512,13 @@ def _score_group(
     digest = members[0][1].mutant_set
     scheme = scheme_for(mutant_set, digest, config)
     score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
-    pool = None if config.executor_name() == "ray" else _pool(mutant_set, digest)
     reader = _reader(mutant_set, digest, config.limits.max_cycles)
     pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
 
     def submit(chunk: list[PlanInput]) -> None:
         prepared = prepare(mutant_set, chunk, score_config)
         evaluations = list(prepared.evaluations.values())
-        if not evaluations:
-            pending.append((prepared, None))
-        elif pool is not None:
-            pending.append((prepared, pool.submit(evaluations)))
-        else:
-            pending.append((prepared, _ray_submit(mutant_set, digest, evaluations, config)))
+        pending.append((prepared, _submit(mutant_set, digest, evaluations, config) if evaluations else None))
 
     # read a chunk, hand it to the workers, read the next one while they simulate (the first
     # chunk is half as large, so that they start sooner)
