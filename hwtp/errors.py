@@ -10,7 +10,6 @@ EXIT_OK = 0
 EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_TOOLCHAIN = 3
-EXIT_INTERNAL = 4
 
 
 class HwtpError(Exception):
@@ -90,7 +89,7 @@ class InternalError(HwtpError):
     came from does. Never bad input. ``kept``: where the generated sources and the tool's
     message are kept for a bug report."""
 
-    exit_code = EXIT_INTERNAL
+    exit_code = EXIT_TOOLCHAIN  # the documented codes stay 0-3: the build tool chain failed, not the input
 
     def __init__(self, message: str, kept: str | None = None) -> None:
         super().__init__(f"internal error (please report it): {message}" + (f" (kept: {kept})" if kept else ""))

@@ -12,7 +12,7 @@ import hwtp.rewards as R
 from hwtp import mutantset, yamlio
 from hwtp import mutate as engine
 from hwtp.design import load_design
-from hwtp.errors import EXIT_INTERNAL, ConfigError, InternalError
+from hwtp.errors import EXIT_TOOLCHAIN, ConfigError, InternalError
 from hwtp.executors.base import Target, schemata_targets
 from hwtp.mutantset import GOLDEN, SchemataPart, part_bounds, part_of, schemata_parts
 from hwtp.mutators.schemata import SELECTOR
@@ -157,13 +157,13 @@ def test_rewards_over_several_builds_are_the_one_build_rewards(
 
 @pytest.mark.sim
 def test_generated_code_that_does_not_build_is_an_internal_error(tmp_path: Path) -> None:
-    """hwtp's own schemata failing to build is never the user's bad input: exit 4, sources kept."""
+    """hwtp's own schemata failing to build is never the user's bad input: exit 3, sources kept."""
     design = load_design("counter_en_load")
     broken = tuple(s.__class__(s.path, s.text + "\nthis is not verilog;\n") for s in design.sources)
     target = Target(design, build_sources(design, broken), cache_root=tmp_path / "cache", generated=True)
     with pytest.raises(InternalError) as info:
         target.build()
-    assert info.value.exit_code == EXIT_INTERNAL
+    assert info.value.exit_code == EXIT_TOOLCHAIN
     assert info.value.kept is not None and (Path(info.value.kept) / "error.txt").is_file()
     assert "please report" in str(info.value)
 
