@@ -298,6 +298,16 @@ def singles(run: Scorer, items: list[Item], count: int) -> Measured:
     return Measured(latencies, [], 0, rewards)
 
 
+def measure(run: Scorer, items: list[Item], count: int, batches: int, batch: int) -> Measured:
+    """``count`` single calls (latency), then ``batches`` batches of ``batch`` (one rate): one
+    repetition of one scorer, for benchmarks that alternate their own scorers (bench_schemes)."""
+    m = singles(run, items, count)
+    chunks = [[items[(b * batch + i) % len(items)] for i in range(batch)] for b in range(batches)]
+    _timed([functools.partial(run, c) for c in chunks], batches * batch, None, m)
+    m.batch_size = batch
+    return m
+
+
 def _spread(values: list[float], digits: int = 0) -> str:
     """``median (min–max)`` of repeated measurements."""
     if not values:
