@@ -241,6 +241,35 @@ def test_ci_init_with_several_testbenches_lists_them_and_writes_the_one_chosen(
         assert loaded.top == name and loaded.sources == (f"rtl/{name}.v",) and loaded.test_modules == (f"test_{name}",)
 
 
+CDC = """module cdc(input wclk, input rclk, input [3:0] d, output reg [3:0] q);
+  reg [3:0] w;
+  always @(posedge wclk) w <= d;
+  always @(posedge rclk) q <= w;
+endmodule
+"""
+
+
+def test_ci_init_on_two_clocks_writes_none_and_says_why_and_export_tests_refuses(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cdc"
+    root.mkdir()
+    (root / "cdc.v").write_text(CDC, encoding="utf-8")
+    (root / "test_cdc.py").write_text(COCOTB_TEST, encoding="utf-8")
+    monkeypatch.chdir(root)
+    code, out, err = run_cli("ci", "init")
+    assert code == 0, out + err
+    assert "note: several clocks (wclk, rclk)" in out and "export-tests` refuses" in out
+    text = (root / "hwtp.yaml").read_text()
+    assert "\n  clock:" not in text and "# several clocks (wclk, rclk)" in text
+    design = load_ci(root / "hwtp.yaml").load_design()
+    assert design.clock is None  # never one of the two, guessed
+    plan = root / "p.yaml"
+    plan.write_text("format: 1\ntests:\n  - name: t\n    steps:\n      - set: {d: 1}\n", encoding="utf-8")
+    code, out, err = run_cli("export-tests", plan, "-o", root / "test_hwtp_plans.py")
+    assert code == 2 and "several clocks (wclk, rclk" in err and not (root / "test_hwtp_plans.py").exists()
+
+
 # --------------------------------------------------------------------------- initial blocks, timing
 
 INIT = """module offset(input clk, input [3:0] d, output reg [3:0] q);

@@ -11,7 +11,8 @@ import pytest
 
 from hwtp.corpus.importer import ImportConfig, Rejected, constant_outputs, examine
 from hwtp.corpus.sources import Candidate, Patterns, discover
-from hwtp.design import guess_controls
+from hwtp.design import Clock, guess_controls, load_design
+from hwtp.errors import DesignError
 from hwtp.plan import parse_plan
 from hwtp.rtl import Port
 
@@ -66,6 +67,32 @@ def test_two_clocks_and_a_clocked_design_without_clock_are_refused_with_the_reas
     with pytest.raises(Rejected) as none:
         examine(_examine(tmp_path, "tick2", TICK, clock="none"), ImportConfig())
     assert "input tick is used as a clock" in str(none.value) and "combinational" in str(none.value)
+
+
+NAMED_AND_SECOND = TWO_CLOCKS.replace("wclk", "clk")  # a clock by its name, and another by its use
+
+
+def test_a_second_clock_beside_a_named_one_is_refused_everywhere_a_design_is_read(
+    tmp_path: Path, run_cli: Run_
+) -> None:
+    with pytest.raises(Rejected) as named:
+        examine(_examine(tmp_path, "cdc", NAMED_AND_SECOND), ImportConfig())
+    assert "several clocks (clk, rclk" in str(named.value) and "rclk as random data" in str(named.value)
+    # a design folder whose manifest sets no clock, though an input is one: the manifest's field is named
+    folder = tmp_path / "tickdesign"
+    (folder / "rtl").mkdir(parents=True)
+    (folder / "rtl" / "acc.v").write_text(TICK, encoding="utf-8")
+    (folder / "design.yaml").write_text("name: acc\ntop: acc\nsources: [rtl/acc.v]\n", encoding="utf-8")
+    with pytest.raises(DesignError) as unset:
+        load_design(folder)
+    assert "design.yaml:1: clock:" in str(unset.value) and "input tick is used as a clock" in str(unset.value)
+    # a bare Verilog file: guessed clk, a second clock refused; --clock names the one driven
+    bare = tmp_path / "cdc.v"
+    bare.write_text(NAMED_AND_SECOND, encoding="utf-8")
+    code, out, err = run_cli("mutate", bare, "-n", "1", "-o", tmp_path / "m")
+    assert code == 2 and "several clocks (clk, rclk" in err and "Traceback" not in err
+    chosen = load_design(bare, clock=Clock("clk"))
+    assert chosen.clock and chosen.clock.port == "clk"
 
 
 def test_a_testbench_beside_the_design_is_left_out_and_named(tmp_path: Path, run_cli: Run_) -> None:

@@ -21,7 +21,7 @@ from hwtp.ci.detected import Detected, module_folder
 from hwtp.ci.makefile import read_makefile
 from hwtp.ci.runnerscript import is_runner_script, read_runner_script
 from hwtp.config import CONFIG_NAME
-from hwtp.design import Clock, Reset, SourceFile, edge_signals, guess_controls
+from hwtp.design import Clock, Reset, SourceFile, clock_candidates, edge_signals, guess_controls
 from hwtp.errors import ConfigError, DesignError
 from hwtp.rtl import BuildOptions, elaborate, included_files, top_modules
 
@@ -41,6 +41,7 @@ class Findings:
     paths: list[str] = field(default_factory=list)
     clock: Clock | None = None
     reset: Reset | None = None
+    clocks: list[str] = field(default_factory=list)  # several inputs used as clocks (none is written)
     notes: list[str] = field(default_factory=list)
     origin: str | None = None          # the runner script or Makefile read, if any
     includes: list[str] = field(default_factory=list)
@@ -195,7 +196,15 @@ def _guess_controls(findings: Findings, sources: list[SourceFile], options: Buil
     except DesignError as exc:
         findings.notes.append(f"could not read the ports of {findings.top}: {exc}")
         return
-    findings.clock, findings.reset = guess_controls(ports, edge_signals(sources))
+    edges = edge_signals(sources)
+    findings.clock, findings.reset = guess_controls(ports, edges)
+    clocks = clock_candidates(ports, edges, findings.reset)
+    if len(clocks) > 1:  # hwtp drives one clock: none is written
+        findings.clock = findings.reset = None
+        findings.clocks = clocks
+        findings.notes.append(f"several clocks ({', '.join(clocks)}): `hwtp ci` runs your tests, which drive them; "
+                              "the formal check of survivors is skipped and `hwtp export-tests` refuses the design "
+                              "(both drive one clock)")
 
 
 def inspect(root: Path, flow: Path | None = None) -> Findings:
@@ -276,7 +285,9 @@ def render(f: Findings) -> str:
     others = f"  (other top-level modules: {', '.join(f.other_tops)})" if f.other_tops else ""
     sources = "\n".join(f"    - {_q(s)}" for s in f.sources)
     clock = (f"  clock: {{port: {_q(f.clock.port)}, period_ns: {f.clock.period_ns:g}}}" if f.clock
-             else "  # clock: {port: clk, period_ns: 10}")
+             else f"  # several clocks ({', '.join(f.clocks)}): export-tests and the formal check drive one; "
+                  f"naming one here drives the others as data\n  # clock: {{port: {_q(f.clocks[0])}, period_ns: 10}}"
+             if f.clocks else "  # clock: {port: clk, period_ns: 10}")
     reset = (f"  reset: {{port: {_q(f.reset.port)}, active: {f.reset.active}, cycles: {f.reset.cycles}}}"
              if f.reset else "  # reset: {port: rst_n, active: low, cycles: 2}")
     modules = (f"  modules: [{', '.join(_q(m) for m in f.modules)}]" if f.modules

@@ -42,8 +42,8 @@ from hwtp.design import (
     Design,
     Reset,
     check_trusted,
-    clock_candidates,
     clock_from,
+    clocking_problem,
     edge_signals,
     guess_controls,
     load_design,
@@ -174,19 +174,11 @@ def _source_names(paths: Sequence[Path]) -> list[str]:
 
 def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -> tuple[Clock | None, Reset | None]:
     """Clock and reset: the manifest's, else guessed from names (any case) and from use
-    (``posedge x``). A design with several clocks and none named, or an edge on an input
-    while no clock is set, is refused: driving a clock as random data would import a clocked
-    design as combinational."""
+    (``posedge x``). A design with an edge on an input that is not its clock (several clocks,
+    or a clock not set) is refused (:func:`hwtp.design.clocking_problem`): driving a clock as
+    random data would import a clocked design as combinational."""
     edges = edge_signals(sources)
     guessed_clock, guessed_reset = guess_controls(ports, edges)
-    if not candidate.clock:
-        used = clock_candidates(ports, edges, guessed_reset)
-        if guessed_clock is None and len(used) > 1:
-            raise Rejected(
-                Reason.CONTROLS,
-                f"several clocks ({', '.join(used)} are each used as posedge/negedge): "
-                "hwtp drives one clock; give clock (a port) in a manifest row",
-            )
     try:
         clock = None if candidate.clock == "none" else clock_from(candidate.clock) if candidate.clock else guessed_clock
         if candidate.reset == "none" or (clock is None and not candidate.reset):
@@ -195,14 +187,10 @@ def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -
             reset = reset_from(candidate.reset) if candidate.reset else guessed_reset
     except ControlError as exc:
         raise Rejected(Reason.CONTROLS, str(exc)) from exc
-    clocked = [p for p in clock_candidates(ports, edges, reset) if clock is None or p != clock.port]
-    if clock is None and clocked:
-        raise Rejected(
-            Reason.CONTROLS,
-            f"input {clocked[0]} is used as a clock (posedge/negedge {clocked[0]}) "
-            "but no clock is set: give clock (a port) in a manifest row; hwtp does "
-            "not import a clocked design as combinational",
-        )
+    problem = clocking_problem(ports, edges, clock, reset, "give clock (a port) in a manifest row",
+                               chosen=bool(candidate.clock) and candidate.clock != "none")
+    if problem:
+        raise Rejected(Reason.CONTROLS, problem)
     return clock, reset
 
 
