@@ -89,7 +89,7 @@ def test_a_second_clock_beside_a_named_one_is_refused_everywhere_a_design_is_rea
     # a bare Verilog file: guessed clk, a second clock refused; --clock names the one driven
     bare = tmp_path / "cdc.v"
     bare.write_text(NAMED_AND_SECOND, encoding="utf-8")
-    code, out, err = run_cli("mutate", bare, "-n", "1", "-o", tmp_path / "m")
+    code, _out, err = run_cli("mutate", bare, "-n", "1", "-o", tmp_path / "m")
     assert code == 2 and "several clocks (clk, rclk" in err and "Traceback" not in err
     chosen = load_design(bare, clock=Clock("clk"))
     assert chosen.clock and chosen.clock.port == "clk"
@@ -134,3 +134,28 @@ def test_a_changed_manifest_row_is_decided_again_without_force(tmp_path: Path, r
     assert code == 0, text + err
     assert "1 imported (0 already there), 0 rejected" in text
     assert (out / "acc" / "plans" / "reference.yaml").is_file()
+
+
+@pytest.mark.sim
+def test_a_fixed_file_or_a_moved_and_fixed_row_is_decided_again_without_force(tmp_path: Path, run_cli: Run_) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    manifest = src / "designs.jsonl"
+    out = tmp_path / "corpus"
+    manifest.write_text(json.dumps({"name": "acc", "rtl": "acc.v"}) + "\n", encoding="utf-8")
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)  # acc.v is not written yet
+    assert code == 0 and "cannot read" in text, text + err
+    (src / "acc.v").write_text(UPPER.replace("endmodule", ""), encoding="utf-8")  # now there, but broken
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)
+    assert code == 0 and "cannot read" not in text and "rejected" in text, text + err
+    rerun = run_cli("designs", "import", manifest, "-o", out)[1]  # nothing changed: the same verdict, kept
+    assert "0 imported (0 already there), 1 rejected" in rerun
+    # the row moves down a line and names a fixed copy: what it asks for changed, so it is decided again
+    (src / "acc2.v").write_text(UPPER, encoding="utf-8")
+    row = json.dumps({"name": "acc", "rtl": "acc2.v"})
+    manifest.write_text(json.dumps({"name": "tick", "rtl": "acc.v", "clock": "none"}) + "\n" + row + "\n")
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)
+    assert code == 0, text + err
+    assert "1 imported (0 already there), 1 rejected" in text
+    summary = json.loads((out / "import.json").read_text())
+    assert [d["status"] for d in summary["designs"]] == ["rejected", "imported"]

@@ -57,6 +57,7 @@ from hwtp.policy import PlanRequest, make_policy
 from hwtp.rtl import SourceFile, check_syntax, elaborate, top_modules
 from hwtp.score import Outcome, ScoreConfig, score
 from hwtp.sim import procs
+from hwtp.simulate import describe_mismatch
 from hwtp.values import Value
 
 SUMMARY = "import.json"
@@ -187,8 +188,14 @@ def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -
             reset = reset_from(candidate.reset) if candidate.reset else guessed_reset
     except ControlError as exc:
         raise Rejected(Reason.CONTROLS, str(exc)) from exc
-    problem = clocking_problem(ports, edges, clock, reset, "give clock (a port) in a manifest row",
-                               chosen=bool(candidate.clock) and candidate.clock != "none")
+    problem = clocking_problem(
+        ports,
+        edges,
+        clock,
+        reset,
+        "give clock (a port) in a manifest row",
+        chosen=bool(candidate.clock) and candidate.clock != "none",
+    )
     if problem:
         raise Rejected(Reason.CONTROLS, problem)
     return clock, reset
@@ -285,9 +292,13 @@ def reference_plan(design: Design, seed: int) -> Plan:
         raise Rejected(Reason.GOLDEN, f"scoring the reference plan: {exc}") from exc
     result = scores.results[0]
     if result.outcome != Outcome.PASSED:
-        raise Rejected(
-            Reason.GOLDEN, f"the reference plan did not pass on golden: {result.outcome.value} {result.detail}"
+        detail = result.detail or {}
+        why = (
+            f"test {detail.get('test')}, {describe_mismatch(detail)}"
+            if "port" in detail
+            else str(detail.get("reason") or "no detail")
         )
+        raise Rejected(Reason.GOLDEN, f"the reference plan did not pass on golden: {result.outcome.value}: {why}")
     return plan
 
 
@@ -401,12 +412,13 @@ def import_designs(
         if e.status == Status.REJECTED or (outdir / str(e.name) / MANIFEST).is_file():
             known.setdefault(e.identity, e)
     taken = {str(e.name): str(e.identity) for e in known.values() if e.status == Status.IMPORTED}
-    by_origin = {e.origin: e for e in previous if not e.identity}  # rejected before its RTL could be read
+    # rejected rows, by what they asked for and the files they named (a changed row or file is decided again)
+    rejected = {str(e.info["row"]): e for e in previous if e.status == Status.REJECTED and e.info.get("row")}
     entries: list[Entry] = []
     todo: list[tuple[Entry, Examined]] = []
     claimed: dict[str, Entry] = {}  # identity -> the entry of this import that owns it
     for candidate in candidates:
-        decided = _decided(candidate, config, known, claimed, by_origin)
+        decided = _decided(candidate, config, known, claimed, rejected)
         if isinstance(decided, Entry):
             entries.append(decided)
             if decided.identity and decided.status != Status.DUPLICATE:
@@ -472,20 +484,21 @@ def _decided(
     config: ImportConfig,
     known: dict[str, Entry],
     claimed: dict[str, Entry],
-    by_origin: dict[str, Entry],
+    rejected: dict[str, Entry],
 ) -> Entry | Examined:
     """The entry of a candidate decided without simulating it (rejected on reading, a duplicate,
-    decided by an earlier import), else the candidate examined, to verify."""
+    decided by an earlier import of this very row: ``rejected`` and ``known`` by
+    :func:`row_key`), else the candidate examined, to verify."""
     row = {"row": row_key(candidate)}
-    if candidate.origin in by_origin and by_origin[candidate.origin].info.get("row") == row["row"]:
-        return by_origin[candidate.origin]
+    prior = rejected.get(row["row"])
+    if prior is not None and prior.identity not in claimed:  # the same row on the same files: the same verdict
+        return Entry(
+            candidate.origin, prior.status, prior.name, prior.identity, prior.reason, prior.detail, prior.info, True
+        )
     try:
         examined = examine(candidate, config)
     except Rejected as exc:
         ident = exc.identity
-        prior = known.get(ident) if ident else None
-        if prior is not None and prior.origin == candidate.origin and prior.info.get("row") == row["row"]:
-            return prior
         if ident and ident in claimed:
             return Entry(
                 candidate.origin, Status.DUPLICATE, safe_name(candidate.name), ident, detail=claimed[ident].name
@@ -495,10 +508,12 @@ def _decided(
     if ident in claimed:
         return Entry(candidate.origin, Status.DUPLICATE, examined.design.name, ident, detail=claimed[ident].name)
     prior = known.get(ident)
-    if prior is None or (prior.origin == candidate.origin and prior.info.get("row") != row["row"]):
-        return examined  # new, or its manifest row changed since: decided again
-    if prior.origin == candidate.origin or prior.status != Status.IMPORTED:
+    if prior is None or prior.status == Status.REJECTED:
+        return examined  # new, or rejected for a row that asked otherwise: decided again
+    if prior.info.get("row") == row["row"]:
         return Entry(candidate.origin, prior.status, prior.name, ident, prior.reason, prior.detail, prior.info, True)
+    if prior.origin == candidate.origin:
+        return examined  # its manifest row changed since: decided again
     return Entry(candidate.origin, Status.DUPLICATE, prior.name, ident, detail=prior.name, resumed=True)
 
 
@@ -509,12 +524,23 @@ def _folder_identity(folder: Path) -> str | None:
         return None
 
 
+def _digest(path: Path | None) -> str | None:
+    """The file's content digest; None when there is no file (or it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path is not None else None
+    except OSError:
+        return None
+
+
 def row_key(candidate: Candidate) -> str:
-    """What the candidate's manifest row (or folder) asks for: a changed row is decided again."""
+    """What the candidate's manifest row (or folder) asks for, and the content of the files it
+    names: a changed row, or a changed, added or removed file, is decided again (no ``--force``)."""
     asked = [
         candidate.name,
         [str(p) for p in candidate.rtl],
+        [_digest(p) for p in candidate.rtl],
         str(candidate.spec or ""),
+        _digest(candidate.spec),
         candidate.spec_text or "",
         candidate.top,
         candidate.clock,
