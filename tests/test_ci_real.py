@@ -338,3 +338,68 @@ def test_delays_in_the_rtl_say_what_to_do_and_the_log_is_kept(tmp_path: Path, ru
     code, text, err = run_cli("ci", "--config", timed / "hwtp.yaml", "-n", "2", "--no-diagnose", "--formal", "off")
     assert code in (0, 1), text + err
     assert "NEEDTIMINGOPT" not in err and "refused" not in err.lower()
+
+
+ADD = """module add(input [3:0] a, input [3:0] b, output [3:0] y, output [3:0] z, output [3:0] w);
+  assign y = a + b;
+  assign z = a ^ b;
+  assign w = a & b;
+endmodule
+"""
+LATE_TB = """import cocotb
+from cocotb.triggers import Timer
+from cocotb.utils import get_sim_time
+
+
+@cocotb.test()
+async def adds(dut):
+    dut.a.value = 3
+    dut.b.value = 2
+    await Timer(1, "ns")
+    y = int(dut.y.value)
+    if y == 1:  # only the `a - b` mutant gets here, and then reads absolute time
+        assert get_sim_time("ns") < 2, "late"
+        return
+    assert y == 5, f"y = {y}"
+    assert int(dut.z.value) == 1 and int(dut.w.value) == 2
+"""
+
+
+@pytest.mark.sim
+def test_one_mutant_that_differs_when_shared_runs_alone_named_and_the_rest_stay_shared(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWTP_CACHE_DIR", str(tmp_path / "cache"))  # a first use: the soundness check runs
+    root = _single(tmp_path, ADD, LATE_TB)
+    args = (
+        "ci",
+        "--config",
+        root / "hwtp.yaml",
+        "-n",
+        "0",
+        "--operators",
+        "arithmetic,bitwise",
+        "-j",
+        "2",
+        "--formal",
+        "off",
+        "--no-diagnose",
+        "--min-score",
+        "0",
+    )  # 5 mutants: the sample holds a - b
+    code, text, err = run_cli(*args, "--json", tmp_path / "first.json")
+    assert code == 0, text + err
+    assert "shared simulator process" in err and "runs in a process of its own" in err, err
+    assert "mutant m0001 (top.v:2): passes in a process of its own but fails test_top.adds in the shared" in err
+    assert "absolute simulation time" in err and "one process per mutant" not in err
+    records = list((tmp_path / "cache" / "ci-shared").glob("*.json"))
+    [record] = [json.loads(r.read_text()) for r in records]
+    assert record["sound"] is True and len(record["alone"]) == 1  # remembered: that mutant alone, not the testbench
+    code, text, err = run_cli(*args, "--json", tmp_path / "again.json")  # the record: no check, the same routing
+    assert code == 0 and "ran in a process of their own" in err and "one process per mutant" not in err, err
+    code, text, err = run_cli(*args, "--no-shared", "--json", tmp_path / "alone.json")
+    results = [
+        [(m["id"], m["status"]) for m in json.loads((tmp_path / f"{n}.json").read_text())["mutants"]]
+        for n in ("first", "again", "alone")
+    ]
+    assert results[0] == results[1] == results[2] and ("survived" in {s for _, s in results[2]})

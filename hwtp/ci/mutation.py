@@ -534,7 +534,8 @@ def run_ci(
         solo = {owners[i] for i in run_once(design.sources, config.build, sites)}
         outcome = run_mutants(build, config, [m.index for m in to_run], golden, Path(tmp), timeout_s,
                               power_on=power_on_job(design, config.build), verify=verify, progress=told, watch=watch,
-                              solo=solo, advance=advance)
+                              solo=solo, advance=advance,
+                              labels={m.index: f"{m.id} ({m.file}:{m.line})" for m in to_run})
         if note:
             note(outcome.note)
     results = tuple(_mutant_result(mutant_set, m, outcome.runs.get(m.index), probes.get(m.index), unreached.get(m.id))
