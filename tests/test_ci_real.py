@@ -270,6 +270,39 @@ def test_ci_init_on_two_clocks_writes_none_and_says_why_and_export_tests_refuses
     assert code == 2 and "several clocks (wclk, rclk" in err and not (root / "test_hwtp_plans.py").exists()
 
 
+@pytest.mark.sim
+def test_ci_init_all_writes_one_config_per_testbench_and_ci_runs_each(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _testbenches(tmp_path, ("rx", "tx"))
+    monkeypatch.chdir(repo)
+    assert "hwtp ci init --all" in run_cli("ci", "init")[2]  # the listing offers it
+    code, out, err = run_cli("ci", "init", "--all")
+    assert code == 0, out + err
+    assert "run `hwtp ci --config hwtp-rx.yaml --config hwtp-tx.yaml`" in out
+    assert [load_ci(repo / f"hwtp-{n}.yaml").top for n in ("rx", "tx")] == ["rx", "tx"]
+    assert run_cli("ci", "init", "--all")[0] == 2  # never overwritten without --force
+    code, out, err = run_cli(
+        "ci",
+        "--config",
+        "hwtp-rx.yaml",
+        "--config",
+        "hwtp-tx.yaml",
+        "-n",
+        "2",
+        "--formal",
+        "off",
+        "--no-diagnose",
+        "--json",
+        tmp_path / "r.json",
+    )
+    assert code == 1, out + err  # the smoke tests catch nothing: both miss the gate
+    assert "== " in out and "0 of 2 configs reached their gate; missed:" in out
+    for name in ("rx", "tx"):
+        report = json.loads((tmp_path / f"r-hwtp-{name}.json").read_text())
+        assert report["design"] == name and report["mutants"] and report["score"] == 0
+
+
 # --------------------------------------------------------------------------- initial blocks, timing
 
 INIT = """module offset(input clk, input [3:0] d, output reg [3:0] q);

@@ -113,8 +113,8 @@ def _detect(root: Path, python: list[Path], flow: Path | None) -> Detected | Non
                             for c in candidates)
         first = candidates[0].origin
         raise ConfigError(f"{root}: several cocotb testbenches; choose one with --flow (and -o to write one "
-                          f"config file each, e.g. `hwtp ci init --flow {first} -o hwtp-{Path(first).parent.name}"
-                          f".yaml`):\n{listed}")
+                          f"config file each, e.g. `hwtp ci init --flow {first} -o {config_name(first)}`), "
+                          f"or write one for each with `hwtp ci init --all`:\n{listed}")
     return scripts[0] if scripts else (candidates[0] if candidates else None)
 
 
@@ -340,6 +340,33 @@ mutation:
 # jobs: 2                       # simulator processes at once (default: the CPU count)
 min_score: 0.8                  # the gate: `hwtp ci` exits 1 when the mutation score is below this
 """
+
+
+def config_name(origin: str, taken: set[str] | None = None) -> str:
+    """``hwtp-<folder>.yaml`` for the flow at ``origin`` (``tb/rx/Makefile``: ``hwtp-rx.yaml``;
+    a runner script: its stem), numbered apart from the names in ``taken``."""
+    path = Path(origin)
+    label = path.parent.name if path.name in _MAKEFILES and path.parent.name else path.stem
+    name, k = f"hwtp-{label}.yaml", 2
+    while taken is not None and name in taken:
+        name, k = f"hwtp-{label}-{k}.yaml", k + 1
+    return name
+
+
+def write_all(root: Path, force: bool = False) -> list[tuple[Path, Findings]]:
+    """One starter config per cocotb testbench under ``root`` (:func:`flows`), each named by
+    :func:`config_name` in its project folder; refuses to overwrite unless ``force``."""
+    root = root.resolve()
+    found = flows(root)
+    if not found:
+        raise ConfigError(f"{root}: no cocotb runner script or cocotb Makefile found (--all writes one config each)")
+    taken: set[str] = set()
+    planned = []
+    for flow in found:
+        name = config_name(flow.origin, taken)
+        taken.add(name)
+        planned.append((root / flow.origin, name))
+    return [write_starter(root, force, flow, name) for flow, name in planned]
 
 
 def write_starter(root: Path, force: bool = False, flow: Path | None = None,
