@@ -286,7 +286,7 @@ def _save(key: str, sound: bool, reason: str, alone: Sequence[int] = (), cause: 
     tmp.replace(path)
 
 
-def record_reason(record: dict[str, object] | None) -> str:
+def _record_reason(record: dict[str, object] | None) -> str:
     """Why a record's ``alone`` mutants run in a process of their own."""
     return str((record or {}).get("cause") or "they differ in a shared process")
 
@@ -435,7 +435,7 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
                            power_on, verify, progress, watch, advance=advance, labels=labels)
         own = per_process([m for m in mutants if m in remembered], "")
         return Outcome({**rest.runs, **own.runs}, rest.mode,
-                       f"{rest.note}; {len(own.runs)} ran in a process of their own ({record_reason(record)})")
+                       f"{rest.note}; {len(own.runs)} ran in a process of their own ({_record_reason(record)})")
     n_proc = max(1, min(config.jobs, len(mutants)))
     chunks = [list(mutants[i::n_proc]) for i in range(n_proc)]
 
