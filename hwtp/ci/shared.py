@@ -16,7 +16,10 @@ their own. Two checks, and a process per mutant (with a message) when either fai
   global state between runs, fails this (its second run starts later, after another).
 - on first use of a testbench (no record for its build and test sources in the cache) and on
   ``--verify``: a sample of mutants (killed and survived ones) is also run one process each;
-  status and failing tests must agree. The verdict is recorded in the cache.
+  status and failing tests must agree. One that differs (golden agreeing) takes its own
+  process's result and a second sample is checked: when that agrees, only that mutant runs
+  alone from then on (the record's ``alone``); two that differ make it a process per mutant.
+  A timeout in either mode is no verdict. The verdict is recorded in the cache.
 """
 
 from __future__ import annotations
