@@ -15,6 +15,7 @@ from hwtp.design import Clock, guess_controls, load_design
 from hwtp.errors import DesignError
 from hwtp.plan import parse_plan
 from hwtp.rtl import Port
+from hwtp.simulate import describe_mismatch
 
 Run_ = Callable[..., tuple[int, str, str]]
 
@@ -159,3 +160,9 @@ def test_a_fixed_file_or_a_moved_and_fixed_row_is_decided_again_without_force(tm
     assert "1 imported (0 already there), 1 rejected" in text
     summary = json.loads((out / "import.json").read_text())
     assert [d["status"] for d in summary["designs"]] == ["rejected", "imported"]
+
+
+def test_a_golden_mismatch_is_told_with_verilog_values_not_a_dict() -> None:
+    first = {"test": "t0", "step": 3, "port": "q", "expected": "4'h3", "got": "4'h2", "cycle": 7}
+    told = describe_mismatch(first)
+    assert told == "step 3, cycle 7: q expected 4'h3, got 4'h2" and "{" not in told
