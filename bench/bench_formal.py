@@ -25,7 +25,7 @@ Levers (issue: resolve more, faster), measured on what today's check leaves unkn
   ``--pdr`` the check runs without it, and the stage is measured apart.
 
 Run: python bench/bench_formal.py [--designs a,b] [--depth 20] [--timeout 10] [--jobs 2] [--witness-cycles 2000]
-                                  [--induction 8] [--pdr]
+                                  [--induction 8] [--pdr] [--reps 3]
 """
 
 from __future__ import annotations
@@ -89,20 +89,30 @@ def _pdr(mutant_set: MutantSet, mutants: list[Mutant], timeout_s: float) -> dict
         for m in mutants:
             start = time.perf_counter()
             script = root / f"{m.id}.ys"
-            script.write_text(miter.aiger_script(mutant_set.design, files, ["hwtp_mutant_sel"], m.index,
-                                                 f"{m.id}.aig"))
+            script.write_text(miter.aiger_script(mutant_set.design, files, ["hwtp_mutant_sel"], m.index, f"{m.id}.aig"))
             proved = False
             try:
-                subprocess.run([exe, "-q", "-s", script.name], cwd=root, capture_output=True, timeout=timeout_s,
-                               check=True)
+                subprocess.run(
+                    [exe, "-q", "-s", script.name], cwd=root, capture_output=True, timeout=timeout_s, check=True
+                )
                 left = max(1.0, timeout_s - (time.perf_counter() - start))
-                run = subprocess.run([abc, "-c", f"read_aiger {m.id}.aig; fold; strash; pdr -T {int(left)}"],
-                                     cwd=root, capture_output=True, text=True, timeout=left + 5)
+                run = subprocess.run(
+                    [abc, "-c", f"read_aiger {m.id}.aig; fold; strash; pdr -T {int(left)}"],
+                    cwd=root,
+                    capture_output=True,
+                    text=True,
+                    timeout=left + 5,
+                )
                 proved = "Property proved" in run.stdout
             except (subprocess.TimeoutExpired, subprocess.CalledProcessError):
                 pass
             out[m.id] = (proved, time.perf_counter() - start)
     return out
+
+
+def _spread(values: list[float], fmt: str = ".2f") -> str:
+    """``median (min-max)`` of ``values``."""
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
 def main() -> None:
@@ -114,65 +124,105 @@ def main() -> None:
     parser.add_argument("--witness-cycles", type=int, default=2000)
     parser.add_argument("--induction", type=int, default=8, help="longest k-induction (today: 8)")
     parser.add_argument("--pdr", action="store_true", help="then ABC pdr on what stays unknown")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the checks (the witness search runs once)")
     args = parser.parse_args()
     names = [n for n in args.designs.split(",") if n] or shipped_names()
     bounds = miter.Bounds(depth=args.depth, timeout_s=args.timeout, induction=args.induction)
-    pdr_times: list[float] = []
-    pdr_proved = 0
-    print(f"{'design':<22}{'unknown':>8}{'equiv':>7}{'kill':>6}{'still':>7}{'batch s':>9}{'1-each s':>10}")
-    times: list[float] = []
-    totals: Counter[str] = Counter()
-    batch_all = each_all = 0.0
-    reasons: Counter[str] = Counter()
+    # the witness search once per design (seeded: the same unknowns in every repetition)
+    sets: list[tuple[str, MutantSet, list[Mutant]]] = []
     for name in names:
-        design = load_design(name)
-        config = engine.MutationConfig(n=None, seed=0, jobs=args.jobs, witness_cycles=args.witness_cycles,
-                                       prefer_killable=False)
-        result = engine.mutate(design, config)
-        unknown = [m for m in result.valid if m.klass == MutantClass.UNKNOWN]
-        # --pdr: today's check without its pdr stage, then pdr measured apart on what it leaves
-        verdicts = check(result, unknown, FormalConfig(bounds=bounds, jobs=args.jobs, pdr=not args.pdr))
-        classes = Counter(v.klass.value for v in verdicts.values())
-        for v in verdicts.values():
-            if "seconds" in v.proof:
-                times.append(float(v.proof["seconds"]))
-            if v.klass == MutantClass.UNKNOWN:
-                reasons[str(v.proof.get("reason", ""))[:70]] += 1
-        if args.pdr:
-            still = [m for m in unknown if verdicts[m.id].klass == MutantClass.UNKNOWN and miter.unsupported(m) is None]
-            for proved, seconds in _pdr(result, still, args.timeout).values():
-                pdr_times.append(seconds)
-                pdr_proved += proved
-        batch = _yosys_wall(result, unknown, bounds, one_each=False)
-        each = _yosys_wall(result, unknown, bounds, one_each=True)
-        batch_all += batch
-        each_all += each
-        totals.update(classes)
-        totals["unknown_before"] += len(unknown)
-        print(
-            f"{name:<22}{len(unknown):>8}{classes['equivalent']:>7}{classes['killable']:>6}{classes['unknown']:>7}"
-            f"{batch:>9.2f}{each:>10.2f}"
+        config = engine.MutationConfig(
+            n=None, seed=0, jobs=args.jobs, witness_cycles=args.witness_cycles, prefer_killable=False
         )
-    resolved = totals["equivalent"] + totals["killable"]
-    share = resolved / totals["unknown_before"] if totals["unknown_before"] else 1.0
+        result = engine.mutate(load_design(name), config)
+        sets.append((name, result, [m for m in result.valid if m.klass == MutantClass.UNKNOWN]))
+    rep_share: list[float] = []
+    rep_median: list[float] = []
+    rep_check: list[float] = []
+    rep_batch: list[float] = []
+    rep_each: list[float] = []
+    for rep in range(args.reps):
+        print(f"\nrepetition {rep + 1} of {args.reps}")
+        print(
+            f"{'design':<22}{'unknown':>8}{'equiv':>7}{'kill':>6}{'still':>7}{'hwtp s':>8}{'batch s':>9}"
+            f"{'1-each s':>10}"
+        )
+        times: list[float] = []
+        totals: Counter[str] = Counter()
+        check_all = batch_all = each_all = 0.0
+        reasons: Counter[str] = Counter()
+        pdr_times: list[float] = []
+        pdr_proved = 0
+        for name, result, unknown in sets:
+            # --pdr: today's check without its pdr stage, then pdr measured apart on what it leaves
+            started = time.perf_counter()
+            verdicts = check(result, unknown, FormalConfig(bounds=bounds, jobs=args.jobs, pdr=not args.pdr))
+            checked = time.perf_counter() - started
+            classes = Counter(v.klass.value for v in verdicts.values())
+            for v in verdicts.values():
+                if "seconds" in v.proof:
+                    times.append(float(v.proof["seconds"]))
+                if v.klass == MutantClass.UNKNOWN:
+                    reasons[str(v.proof.get("reason", ""))[:70]] += 1
+            if args.pdr:
+                still = [
+                    m for m in unknown if verdicts[m.id].klass == MutantClass.UNKNOWN and miter.unsupported(m) is None
+                ]
+                for proved, seconds in _pdr(result, still, args.timeout).values():
+                    pdr_times.append(seconds)
+                    pdr_proved += proved
+            batch = _yosys_wall(result, unknown, bounds, one_each=False)
+            each = _yosys_wall(result, unknown, bounds, one_each=True)
+            check_all += checked
+            batch_all += batch
+            each_all += each
+            totals.update(classes)
+            totals["unknown_before"] += len(unknown)
+            print(
+                f"{name:<22}{len(unknown):>8}{classes['equivalent']:>7}{classes['killable']:>6}"
+                f"{classes['unknown']:>7}{checked:>8.1f}{batch:>9.2f}{each:>10.2f}"
+            )
+        resolved = totals["equivalent"] + totals["killable"]
+        share = resolved / totals["unknown_before"] if totals["unknown_before"] else 1.0
+        print(
+            f"unknown after the witness search: {totals['unknown_before']}; resolved: {resolved} ({share:.0%}; "
+            f"goal >= 90%): {totals['equivalent']} proved equivalent, {totals['killable']} killable"
+        )
+        if times:
+            print(
+                f"Yosys time per mutant (hwtp's check): median {statistics.median(times):.2f} s, "
+                f"worst {max(times):.2f} s (goal: median < 1 s)"
+            )
+            rep_median.append(statistics.median(times))
+        print(
+            f"wall time, all designs: hwtp's check (prepare, one invocation for all, pdr, replay) {check_all:.1f} s; "
+            f"the check script in one invocation per design {batch_all:.1f} s, one per mutant (MCY's way) "
+            f"{each_all:.1f} s"
+        )
+        if args.pdr:
+            both = resolved + pdr_proved
+            share_pdr = both / totals["unknown_before"] if totals["unknown_before"] else 1.0
+            median = f"median {statistics.median(pdr_times):.2f} s" if pdr_times else "no mutant"
+            print(
+                f"ABC pdr on the {len(pdr_times)} still unknown: {pdr_proved} proved equivalent ({median} each, "
+                f"export included); resolved with pdr: {both} ({share_pdr:.0%})"
+            )
+        for reason, n in reasons.most_common():
+            print(f"  still unknown: {n} x {reason}")
+        rep_share.append(100 * share)
+        rep_check.append(check_all)
+        rep_batch.append(batch_all)
+        rep_each.append(each_all)
+    print(f"\nover {args.reps} repetitions, median (range):")
+    print(f"  resolved: {_spread(rep_share, '.1f')} % of the witness search's unknowns (goal >= 90%)")
+    if rep_median:
+        print(f"  median Yosys time per mutant: {_spread(rep_median)} s (goal < 1 s)")
+    print(f"  hwtp's check, all designs: {_spread(rep_check, '.1f')} s")
     print(
-        f"\nunknown after the witness search: {totals['unknown_before']}; resolved: {resolved} ({share:.0%}; "
-        f"goal >= 90%): {totals['equivalent']} proved equivalent, {totals['killable']} killable"
+        f"  check script, one invocation per design: {_spread(rep_batch, '.1f')} s; one per mutant (baseline): "
+        f"{_spread(rep_each, '.1f')} s; baseline / one per design: "
+        f"{_spread([e / b for e, b in zip(rep_each, rep_batch, strict=True) if b], '.2f')}x"
     )
-    if times:
-        print(f"Yosys time per mutant (one invocation): median {statistics.median(times):.2f} s, "
-              f"worst {max(times):.2f} s (goal: median < 1 s)")
-    print(f"Yosys wall time, all designs: one invocation per design {batch_all:.1f} s; "
-          f"one invocation per mutant (MCY's way) {each_all:.1f} s"
-          + (f" ({each_all / batch_all:.1f}x)" if batch_all else ""))
-    if args.pdr:
-        both = resolved + pdr_proved
-        share_pdr = both / totals["unknown_before"] if totals["unknown_before"] else 1.0
-        median = f"median {statistics.median(pdr_times):.2f} s" if pdr_times else "no mutant"
-        print(f"ABC pdr on the {len(pdr_times)} still unknown: {pdr_proved} proved equivalent ({median} each, "
-              f"export included); resolved with pdr: {both} ({share_pdr:.0%})")
-    for reason, n in reasons.most_common():
-        print(f"  still unknown: {n} x {reason}")
 
 
 if __name__ == "__main__":

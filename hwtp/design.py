@@ -160,6 +160,25 @@ def clock_candidates(ports: Sequence[Port], edges: Collection[str], reset: Reset
     ]
 
 
+def clocking_problem(ports: Sequence[Port], edges: Collection[str], clock: Clock | None,
+                     reset: Reset | None, hint: str, chosen: bool = False) -> str | None:
+    """Why hwtp cannot drive this design's clocks, or None: an input used as an edge
+    (``posedge x``, :func:`clock_candidates`) that is not ``clock`` would be driven as random
+    data (a clocked design taken as combinational, or a second clock hwtp does not drive).
+    ``chosen``: the user named ``clock`` (its other edge inputs then are inputs as asked);
+    ``hint``: how the reader sets the clock, said when that is the fix."""
+    used = clock_candidates(ports, edges, reset)
+    undriven = [p for p in used if clock is None or p != clock.port]
+    if not undriven or (chosen and clock is not None):
+        return None
+    if len(used) > 1:
+        return (f"several clocks ({', '.join(used)}: each is used as posedge/negedge): hwtp drives one clock "
+                f"and would drive {', '.join(undriven)} as random data; {hint} to choose the one hwtp drives "
+                "(the others are then driven as data)")
+    return (f"input {undriven[0]} is used as a clock (posedge/negedge {undriven[0]}) but no clock is set: "
+            f"hwtp would drive it as random data, a clocked design taken as combinational; {hint}")
+
+
 @dataclass(frozen=True)
 class Design:
     """A design to test: its RTL, its spec, its clock/reset and its ports."""
@@ -395,6 +414,9 @@ def _load_folder(folder: Path, shipped: bool = False) -> Design:
         check_trusted(sources, root, top)
     design = Design(name, top, root, sources, spec, clock, reset, ports, shipped)
     _check_control_ports(design, manifest_path)
+    problem = clocking_problem(ports, edge_signals(sources), clock, reset, "set clock: {port: NAME}", chosen=True)
+    if problem:
+        raise _manifest_error(manifest_path, located, ("clock",), problem)
     return design
 
 
@@ -467,10 +489,15 @@ def _load_bare(path: Path, *, top: str | None, clock: Clock | None, reset: Reset
         top = names[0]
     ports = elaborate(sources, top)
     check_trusted(sources, root, top)
-    guessed_clock, guessed_reset = guess_controls(ports)
+    edges = edge_signals(sources)
+    guessed_clock, guessed_reset = guess_controls(ports, edges)
+    chosen = clock is not None
     clock = clock or guessed_clock
     if reset is None and clock is not None:  # a reset lasts clock cycles: none without a clock
         reset = guessed_reset
     design = Design(path.stem, top, root, sources, "", clock, reset, ports)
     _check_control_ports(design, path)
+    problem = clocking_problem(ports, edges, clock, reset, "give --clock PORT", chosen=chosen)
+    if problem:
+        raise DesignError(f"{path}: {problem}")
     return design

@@ -49,6 +49,15 @@ class SimReport:
         }
 
 
+def describe_mismatch(first: dict[str, Any]) -> str:
+    """A harness's first mismatch as a person reads it: step, cycle, and the values as Verilog
+    writes them (the harness shows them so: ``8'h1f``, ``4'b10x1``)."""
+    return (
+        f"step {first.get('step')}, cycle {first.get('cycle')}: "
+        f"{first.get('port')} expected {first.get('expected')}, got {first.get('got')}"
+    )
+
+
 def simulate(
     design: Design,
     plan: Plan,

@@ -241,6 +241,68 @@ def test_ci_init_with_several_testbenches_lists_them_and_writes_the_one_chosen(
         assert loaded.top == name and loaded.sources == (f"rtl/{name}.v",) and loaded.test_modules == (f"test_{name}",)
 
 
+CDC = """module cdc(input wclk, input rclk, input [3:0] d, output reg [3:0] q);
+  reg [3:0] w;
+  always @(posedge wclk) w <= d;
+  always @(posedge rclk) q <= w;
+endmodule
+"""
+
+
+def test_ci_init_on_two_clocks_writes_none_and_says_why_and_export_tests_refuses(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cdc"
+    root.mkdir()
+    (root / "cdc.v").write_text(CDC, encoding="utf-8")
+    (root / "test_cdc.py").write_text(COCOTB_TEST, encoding="utf-8")
+    monkeypatch.chdir(root)
+    code, out, err = run_cli("ci", "init")
+    assert code == 0, out + err
+    assert "note: several clocks (wclk, rclk)" in out and "export-tests` refuses" in out
+    text = (root / "hwtp.yaml").read_text()
+    assert "\n  clock:" not in text and "# several clocks (wclk, rclk)" in text
+    design = load_ci(root / "hwtp.yaml").load_design()
+    assert design.clock is None  # never one of the two, guessed
+    plan = root / "p.yaml"
+    plan.write_text("format: 1\ntests:\n  - name: t\n    steps:\n      - set: {d: 1}\n", encoding="utf-8")
+    code, out, err = run_cli("export-tests", plan, "-o", root / "test_hwtp_plans.py")
+    assert code == 2 and "several clocks (wclk, rclk" in err and not (root / "test_hwtp_plans.py").exists()
+
+
+@pytest.mark.sim
+def test_ci_init_all_writes_one_config_per_testbench_and_ci_runs_each(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _testbenches(tmp_path, ("rx", "tx"))
+    monkeypatch.chdir(repo)
+    assert "hwtp ci init --all" in run_cli("ci", "init")[2]  # the listing offers it
+    code, out, err = run_cli("ci", "init", "--all")
+    assert code == 0, out + err
+    assert "run `hwtp ci --config hwtp-rx.yaml --config hwtp-tx.yaml`" in out
+    assert [load_ci(repo / f"hwtp-{n}.yaml").top for n in ("rx", "tx")] == ["rx", "tx"]
+    assert run_cli("ci", "init", "--all")[0] == 2  # never overwritten without --force
+    code, out, err = run_cli(
+        "ci",
+        "--config",
+        "hwtp-rx.yaml",
+        "--config",
+        "hwtp-tx.yaml",
+        "-n",
+        "2",
+        "--formal",
+        "off",
+        "--no-diagnose",
+        "--json",
+        tmp_path / "r.json",
+    )
+    assert code == 1, out + err  # the smoke tests catch nothing: both miss the gate
+    assert "== " in out and "0 of 2 configs reached their gate; missed:" in out
+    for name in ("rx", "tx"):
+        report = json.loads((tmp_path / f"r-hwtp-{name}.json").read_text())
+        assert report["design"] == name and report["mutants"] and report["score"] == 0
+
+
 # --------------------------------------------------------------------------- initial blocks, timing
 
 INIT = """module offset(input clk, input [3:0] d, output reg [3:0] q);
@@ -309,3 +371,68 @@ def test_delays_in_the_rtl_say_what_to_do_and_the_log_is_kept(tmp_path: Path, ru
     code, text, err = run_cli("ci", "--config", timed / "hwtp.yaml", "-n", "2", "--no-diagnose", "--formal", "off")
     assert code in (0, 1), text + err
     assert "NEEDTIMINGOPT" not in err and "refused" not in err.lower()
+
+
+ADD = """module add(input [3:0] a, input [3:0] b, output [3:0] y, output [3:0] z, output [3:0] w);
+  assign y = a + b;
+  assign z = a ^ b;
+  assign w = a & b;
+endmodule
+"""
+LATE_TB = """import cocotb
+from cocotb.triggers import Timer
+from cocotb.utils import get_sim_time
+
+
+@cocotb.test()
+async def adds(dut):
+    dut.a.value = 3
+    dut.b.value = 2
+    await Timer(1, "ns")
+    y = int(dut.y.value)
+    if y == 1:  # only the `a - b` mutant gets here, and then reads absolute time
+        assert get_sim_time("ns") < 2, "late"
+        return
+    assert y == 5, f"y = {y}"
+    assert int(dut.z.value) == 1 and int(dut.w.value) == 2
+"""
+
+
+@pytest.mark.sim
+def test_one_mutant_that_differs_when_shared_runs_alone_named_and_the_rest_stay_shared(
+    tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWTP_CACHE_DIR", str(tmp_path / "cache"))  # a first use: the soundness check runs
+    root = _single(tmp_path, ADD, LATE_TB)
+    args = (
+        "ci",
+        "--config",
+        root / "hwtp.yaml",
+        "-n",
+        "0",
+        "--operators",
+        "arithmetic,bitwise",
+        "-j",
+        "2",
+        "--formal",
+        "off",
+        "--no-diagnose",
+        "--min-score",
+        "0",
+    )  # 5 mutants: the sample holds a - b
+    code, text, err = run_cli(*args, "--json", tmp_path / "first.json")
+    assert code == 0, text + err
+    assert "shared simulator process" in err and "runs in a process of its own" in err, err
+    assert "mutant m0001 (top.v:2): passes in a process of its own but fails test_top.adds in the shared" in err
+    assert "absolute simulation time" in err and "one process per mutant" not in err
+    records = list((tmp_path / "cache" / "ci-shared").glob("*.json"))
+    [record] = [json.loads(r.read_text()) for r in records]
+    assert record["sound"] is True and len(record["alone"]) == 1  # remembered: that mutant alone, not the testbench
+    code, text, err = run_cli(*args, "--json", tmp_path / "again.json")  # the record: no check, the same routing
+    assert code == 0 and "ran in a process of their own" in err and "one process per mutant" not in err, err
+    code, text, err = run_cli(*args, "--no-shared", "--json", tmp_path / "alone.json")
+    results = [
+        [(m["id"], m["status"]) for m in json.loads((tmp_path / f"{n}.json").read_text())["mutants"]]
+        for n in ("first", "again", "alone")
+    ]
+    assert results[0] == results[1] == results[2] and ("survived" in {s for _, s in results[2]})

@@ -11,9 +11,11 @@ import pytest
 
 from hwtp.corpus.importer import ImportConfig, Rejected, constant_outputs, examine
 from hwtp.corpus.sources import Candidate, Patterns, discover
-from hwtp.design import guess_controls
+from hwtp.design import Clock, guess_controls, load_design
+from hwtp.errors import DesignError
 from hwtp.plan import parse_plan
 from hwtp.rtl import Port
+from hwtp.simulate import describe_mismatch
 
 Run_ = Callable[..., tuple[int, str, str]]
 
@@ -68,6 +70,32 @@ def test_two_clocks_and_a_clocked_design_without_clock_are_refused_with_the_reas
     assert "input tick is used as a clock" in str(none.value) and "combinational" in str(none.value)
 
 
+NAMED_AND_SECOND = TWO_CLOCKS.replace("wclk", "clk")  # a clock by its name, and another by its use
+
+
+def test_a_second_clock_beside_a_named_one_is_refused_everywhere_a_design_is_read(
+    tmp_path: Path, run_cli: Run_
+) -> None:
+    with pytest.raises(Rejected) as named:
+        examine(_examine(tmp_path, "cdc", NAMED_AND_SECOND), ImportConfig())
+    assert "several clocks (clk, rclk" in str(named.value) and "rclk as random data" in str(named.value)
+    # a design folder whose manifest sets no clock, though an input is one: the manifest's field is named
+    folder = tmp_path / "tickdesign"
+    (folder / "rtl").mkdir(parents=True)
+    (folder / "rtl" / "acc.v").write_text(TICK, encoding="utf-8")
+    (folder / "design.yaml").write_text("name: acc\ntop: acc\nsources: [rtl/acc.v]\n", encoding="utf-8")
+    with pytest.raises(DesignError) as unset:
+        load_design(folder)
+    assert "design.yaml:1: clock:" in str(unset.value) and "input tick is used as a clock" in str(unset.value)
+    # a bare Verilog file: guessed clk, a second clock refused; --clock names the one driven
+    bare = tmp_path / "cdc.v"
+    bare.write_text(NAMED_AND_SECOND, encoding="utf-8")
+    code, _out, err = run_cli("mutate", bare, "-n", "1", "-o", tmp_path / "m")
+    assert code == 2 and "several clocks (clk, rclk" in err and "Traceback" not in err
+    chosen = load_design(bare, clock=Clock("clk"))
+    assert chosen.clock and chosen.clock.port == "clk"
+
+
 def test_a_testbench_beside_the_design_is_left_out_and_named(tmp_path: Path, run_cli: Run_) -> None:
     suite = tmp_path / "suite" / "acc"
     suite.mkdir(parents=True)
@@ -107,3 +135,34 @@ def test_a_changed_manifest_row_is_decided_again_without_force(tmp_path: Path, r
     assert code == 0, text + err
     assert "1 imported (0 already there), 0 rejected" in text
     assert (out / "acc" / "plans" / "reference.yaml").is_file()
+
+
+@pytest.mark.sim
+def test_a_fixed_file_or_a_moved_and_fixed_row_is_decided_again_without_force(tmp_path: Path, run_cli: Run_) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    manifest = src / "designs.jsonl"
+    out = tmp_path / "corpus"
+    manifest.write_text(json.dumps({"name": "acc", "rtl": "acc.v"}) + "\n", encoding="utf-8")
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)  # acc.v is not written yet
+    assert code == 0 and "cannot read" in text, text + err
+    (src / "acc.v").write_text(UPPER.replace("endmodule", ""), encoding="utf-8")  # now there, but broken
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)
+    assert code == 0 and "cannot read" not in text and "rejected" in text, text + err
+    rerun = run_cli("designs", "import", manifest, "-o", out)[1]  # nothing changed: the same verdict, kept
+    assert "0 imported (0 already there), 1 rejected" in rerun
+    # the row moves down a line and names a fixed copy: what it asks for changed, so it is decided again
+    (src / "acc2.v").write_text(UPPER, encoding="utf-8")
+    row = json.dumps({"name": "acc", "rtl": "acc2.v"})
+    manifest.write_text(json.dumps({"name": "tick", "rtl": "acc.v", "clock": "none"}) + "\n" + row + "\n")
+    code, text, err = run_cli("designs", "import", manifest, "-o", out)
+    assert code == 0, text + err
+    assert "1 imported (0 already there), 1 rejected" in text
+    summary = json.loads((out / "import.json").read_text())
+    assert [d["status"] for d in summary["designs"]] == ["rejected", "imported"]
+
+
+def test_a_golden_mismatch_is_told_with_verilog_values_not_a_dict() -> None:
+    first = {"test": "t0", "step": 3, "port": "q", "expected": "4'h3", "got": "4'h2", "cycle": 7}
+    told = describe_mismatch(first)
+    assert told == "step 3, cycle 7: q expected 4'h3, got 4'h2" and "{" not in told

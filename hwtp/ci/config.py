@@ -43,6 +43,7 @@ from hwtp.design import (
     SourceFile,
     check_trusted,
     clock_from,
+    clocking_problem,
     edge_signals,
     guess_controls,
     load_design,
@@ -147,8 +148,11 @@ class CiConfig:
             raise
         check_trusted(sources, self.root, self.top, self.build, self.simulator)
         clock, reset = self.clock, self.reset
-        if clock is None and reset is None:  # not configured: only export-tests needs them
-            clock, reset = guess_controls(ports, edge_signals(sources))
+        if clock is None and reset is None:  # not configured: only export-tests and the formal check need them
+            edges = edge_signals(sources)
+            clock, reset = guess_controls(ports, edges)
+            if clocking_problem(ports, edges, clock, reset, ""):  # several clocks: none is guessed
+                clock, reset = None, None
         return Design(self.top, self.top, self.root, sources, "", clock, reset, ports)
 
     def with_plans_module(self, path: Path) -> CiConfig:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from hwtp.design import MANIFEST, Design
-from hwtp.errors import PlanError
+from hwtp.design import MANIFEST, Design, clocking_problem, edge_signals
+from hwtp.errors import DesignError, PlanError
 from hwtp.plan import Plan, Step, load_plan_file, validate
 from hwtp.sim.job import Job
 from hwtp.values import Value
@@ -172,7 +172,13 @@ def design_near(plan_path: Path) -> Path | None:
 
 
 def export_tests(design: Design, plan_paths: Sequence[Path], out: Path) -> tuple[int, int]:
-    """Validate every plan against ``design`` and write the module; returns (plans, tests)."""
+    """Validate every plan against ``design`` and write the module; returns (plans, tests).
+    A design with an edge input it does not drive as its clock is refused (the module would
+    drive that clock as random data)."""
+    problem = clocking_problem(design.ports, edge_signals(design.sources), design.clock, design.reset,
+                               "set design.clock (hwtp.yaml) or pass --clock PORT", chosen=design.clock is not None)
+    if problem:
+        raise DesignError(f"{design.name}: {problem}")
     plans = [(str(p), load_plan_file(p)) for p in plan_paths]
     module = out.stem
     if not _SAFE_NAME.match(module):

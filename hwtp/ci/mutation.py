@@ -39,7 +39,7 @@ from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, e
 from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants, run_once
-from hwtp.design import Design, edge_signals
+from hwtp.design import Design, SourceFile, clock_candidates, edge_signals
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
 from hwtp.formal import yosys as formal_yosys
 from hwtp.formal.classify import FormalConfig
@@ -446,10 +446,12 @@ def _prove_survivors(results: tuple[MutantResult, ...], mutant_set: mutantset.Mu
             note("survivors not checked for equivalence: Yosys is not installed (apt-get install yosys)")
         return results
     design = mutant_set.design
-    if design.clock is None and edge_signals(design.sources):
+    clocks = clock_candidates(design.ports, edge_signals(design.sources), design.reset)
+    if len(clocks) > 1 or (design.clock is None and clocks):
         if note:
-            note("survivors not checked for equivalence: the design is clocked but design.clock is not set "
-                 f"in {config.source}")
+            skipped = (f"several clocks ({', '.join(clocks)}; the checker models one)" if len(clocks) > 1
+                       else f"the design is clocked but design.clock is not set in {config.source}")
+            note(f"survivors not checked for equivalence: {skipped}")
         return results
     targets = [m for m in mutant_set.valid if m.id in survivors]
     verdicts = formal_check(mutant_set, targets, FormalConfig(
@@ -546,7 +548,8 @@ def run_ci(
                 continue
             outcome = run_mutants(part_build, config, mine, golden, Path(tmp), timeout_s,
                                   power_on=power_on_job(design, config.build), verify=verify, progress=told,
-                                  watch=watch, solo=solo, advance=advance)
+                                  watch=watch, solo=solo, advance=advance,
+                                  labels={m.index: f"{m.id} ({m.file}:{m.line})" for m in to_run if m.index in indices})
             runs.update(outcome.runs)
             notes += [outcome.note] if outcome.note not in notes else []
         if note and notes:

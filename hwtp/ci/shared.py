@@ -16,7 +16,10 @@ their own. Two checks, and a process per mutant (with a message) when either fai
   global state between runs, fails this (its second run starts later, after another).
 - on first use of a testbench (no record for its build and test sources in the cache) and on
   ``--verify``: a sample of mutants (killed and survived ones) is also run one process each;
-  status and failing tests must agree. The verdict is recorded in the cache.
+  status and failing tests must agree. One that differs (golden agreeing) takes its own
+  process's result and a second sample is checked: when that agrees, only that mutant runs
+  alone from then on (the record's ``alone``); two that differ make it a process per mutant.
+  A timeout in either mode is no verdict. The verdict is recorded in the cache.
 """
 
 from __future__ import annotations
@@ -228,7 +231,7 @@ def _why(what: str, shared: Run, alone: Run) -> str:
     def show(run: Run) -> str:
         if run.failed:
             return "fails " + ", ".join(f"{t.module}.{t.name}" for t in run.failed)
-        return run.status.value
+        return "passes" if run.status == EvalStatus.PASS else run.status.value
     return f"{what}: {show(alone)} in a process of its own but {show(shared)} in the shared process"
 
 
@@ -240,9 +243,14 @@ def _outputs_differ(run: Run) -> str:
     return f"output {o.signal} differs at {o.propagated_ns:g} ns of {o.test} from golden's in a process of its own"
 
 
+#: Why a mutant differs when shared though golden agrees (what its run alone reaches, golden's does not).
+_AFTER = ("what such a mutant's tests do depends on what ran before them in the process (a branch only it "
+          "reaches reads absolute simulation time, or state the tests or the design keep between runs)")
+
 #: Bumped when what makes a shared process sound changes (2: initial-block mutants run alone,
-#: output registers in generate blocks are restored): an older verdict is not reused.
-VERDICT_RULES = 2
+#: output registers in generate blocks are restored; 3: one mutant that differs runs alone, a
+#: timeout is no verdict): an older verdict is not reused.
+VERDICT_RULES = 3
 
 
 def soundness_key(build: Build, config: CiConfig) -> str:
@@ -269,12 +277,22 @@ def _record(key: str) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-def _save(key: str, sound: bool, reason: str) -> None:
+def _save(key: str, sound: bool, reason: str, alone: Sequence[int] = (), cause: str = "") -> None:
+    """The verdict on a testbench; ``alone``: mutants that differ when shared (``cause``: why),
+    run in a process of their own while the rest share."""
     path = _record_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps({"sound": sound, "reason": reason}), encoding="utf-8")
+    data: dict[str, object] = {"sound": sound, "reason": reason}
+    if alone:
+        data.update(alone=list(alone), cause=cause)
+    tmp.write_text(json.dumps(data), encoding="utf-8")
     tmp.replace(path)
+
+
+def _record_reason(record: dict[str, object] | None) -> str:
+    """Why a record's ``alone`` mutants run in a process of their own."""
+    return str((record or {}).get("cause") or "they differ in a shared process")
 
 
 def _sample(runs: dict[int, Run], size: int) -> list[int]:
@@ -372,14 +390,16 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
                 timeout_s: float, power_on: dict[str, object] | None = None, verify: bool = False,
                 progress: Callable[[int, Run], None] | None = None, watch: diagnosis.Watch | None = None,
                 solo: Collection[int] = (), advance: Callable[[int], None] | None = None,
-                ) -> Outcome:
+                labels: dict[int, str] | None = None) -> Outcome:
     """Run every mutant, in shared processes when sound (see the module docstring), else one
     process each; ``power_on`` is :func:`power_on_job`; ``progress`` is told each mutant's run as it is known;
     ``watch``: observe each test (:mod:`hwtp.ci.observe`), in either mode; ``advance``: states a shared
     process finished, as they finish (its results are told only once checked). ``solo``: mutants that
     always run in a process of their own (in an ``initial`` block, :func:`run_once`); they take
-    no part in the soundness check, so they never make a testbench unsound."""
+    no part in the soundness check, so they never make a testbench unsound. ``labels``: how the
+    messages name each mutant (its id and place)."""
     lock = threading.Lock()
+    labels = labels or {}
 
     def tell(m: int, run: Run) -> None:
         if progress:
@@ -402,7 +422,7 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
     alone_first = [m for m in mutants if m in solo]
     if alone_first:
         shared_part = run_mutants(build, config, [m for m in mutants if m not in solo], golden, folder, timeout_s,
-                                  power_on, verify, progress, watch, advance=advance)
+                                  power_on, verify, progress, watch, advance=advance, labels=labels)
         runs_solo = per_process(alone_first, "")
         note = (f"{shared_part.note}; {len(alone_first)} mutant{'s' if len(alone_first) > 1 else ''} in an "
                 "initial block ran in a process of their own (an initial block runs once per process)")
@@ -412,6 +432,14 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
     if record is not None and not record.get("sound") and not verify:
         return per_process(mutants, f"one process per mutant: this testbench is not sound in a shared "
                                     f"process ({record.get('reason')}); --verify checks it again")
+    listed = (record or {}).get("alone")
+    remembered = {m for m in listed if isinstance(m, int)} if isinstance(listed, list) and not verify else set()
+    if remembered & set(mutants):  # mutants an earlier check found differ when shared: alone, the rest shared
+        rest = run_mutants(build, config, [m for m in mutants if m not in remembered], golden, folder, timeout_s,
+                           power_on, verify, progress, watch, advance=advance, labels=labels)
+        own = per_process([m for m in mutants if m in remembered], "")
+        return Outcome({**rest.runs, **own.runs}, rest.mode,
+                       f"{rest.note}; {len(own.runs)} ran in a process of their own ({_record_reason(record)})")
     n_proc = max(1, min(config.jobs, len(mutants)))
     chunks = [list(mutants[i::n_proc]) for i in range(n_proc)]
 
@@ -436,21 +464,42 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
                 runs[m] = r
     if redo:  # power-on state not restorable for these: their own process each
         runs.update(zip(redo, procs.map_threads(alone, list(redo), min(config.jobs, len(redo))), strict=True))
-    if not problems and (record is None or verify):
-        checked = _sample({m: r for m, r in runs.items() if m not in redo}, SAMPLE)
-        alone_runs = dict(zip(checked, procs.map_threads(alone, checked, min(config.jobs, len(checked) or 1)),
-                              strict=True))
-        problems = [_why(f"mutant {m}", runs[m], alone_runs[m]) for m in checked if not same(runs[m], alone_runs[m])]
-        if not problems:
-            _save(key, True, f"{len(checked)} mutants agreed")
-    if problems:
+    differ: dict[int, str] = {}  # mutants whose shared run differs from their own process's (golden agreed)
+    if problems:  # golden itself: the tests depend on when they run, or on an earlier run
         reason = (f"a shared process did not give what a process of its own gives: {problems[0]} (tests "
                   "that read absolute simulation time or keep state between runs do this)")
         _save(key, False, reason)
         return per_process(mutants, f"one process per mutant: {reason}")
+    if record is None or verify:
+        checked: list[int] = []
+        pool = {m: r for m, r in runs.items() if m not in redo}
+        for _round in range(2):  # a mutant that differs: a second sample decides whether the rest may share
+            sample = _sample({m: r for m, r in pool.items() if m not in checked}, SAMPLE)
+            alone_runs = dict(zip(sample, procs.map_threads(alone, sample, min(config.jobs, len(sample) or 1)),
+                                  strict=True))
+            checked += sample
+            for m, own in alone_runs.items():
+                if not same(runs[m], own) and EvalStatus.TIMEOUT not in (runs[m].status, own.status):
+                    differ[m] = _why(f"mutant {labels.get(m, m)}", runs[m], own)
+                runs[m] = own  # a process of its own is the reference (a timeout there is the machine's load)
+            if not differ or _round or len(differ) > 1:
+                break
+        if len(differ) > 1:
+            reason = (f"{len(differ)} of {len(checked)} mutants checked did not give in a shared process what a "
+                      f"process of their own gives ({next(iter(differ.values()))}), while golden agreed in both of "
+                      f"its shared runs: {_AFTER}")
+            _save(key, False, reason)
+            return per_process(mutants, f"one process per mutant: {reason}")
+        cause = ""
+        if differ:
+            cause = (f"{next(iter(differ.values()))}, while golden and {len(checked) - 1} other mutants agreed: "
+                     f"{_AFTER}")
+        _save(key, True, f"{len(checked) - len(differ)} mutants agreed", alone=sorted(differ), cause=cause)
     for m in mutants:
         tell(m, runs[m])
     note = (f"{n_proc} shared simulator process{'es' if n_proc > 1 else ''} for {len(mutants)} mutants")
+    if differ:
+        note += f"; one mutant runs in a process of its own ({cause})"
     if redo:
         signals = sorted({s for names in redo.values() for s in names})
         note += (f"; {len(redo)} run again in a process of their own (their power-on value of "

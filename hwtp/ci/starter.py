@@ -21,7 +21,7 @@ from hwtp.ci.detected import Detected, module_folder
 from hwtp.ci.makefile import read_makefile
 from hwtp.ci.runnerscript import is_runner_script, read_runner_script
 from hwtp.config import CONFIG_NAME
-from hwtp.design import Clock, Reset, SourceFile, edge_signals, guess_controls
+from hwtp.design import Clock, Reset, SourceFile, clock_candidates, edge_signals, guess_controls
 from hwtp.errors import ConfigError, DesignError
 from hwtp.rtl import BuildOptions, elaborate, included_files, top_modules
 
@@ -41,6 +41,7 @@ class Findings:
     paths: list[str] = field(default_factory=list)
     clock: Clock | None = None
     reset: Reset | None = None
+    clocks: list[str] = field(default_factory=list)  # several inputs used as clocks (none is written)
     notes: list[str] = field(default_factory=list)
     origin: str | None = None          # the runner script or Makefile read, if any
     includes: list[str] = field(default_factory=list)
@@ -112,8 +113,8 @@ def _detect(root: Path, python: list[Path], flow: Path | None) -> Detected | Non
                             for c in candidates)
         first = candidates[0].origin
         raise ConfigError(f"{root}: several cocotb testbenches; choose one with --flow (and -o to write one "
-                          f"config file each, e.g. `hwtp ci init --flow {first} -o hwtp-{Path(first).parent.name}"
-                          f".yaml`):\n{listed}")
+                          f"config file each, e.g. `hwtp ci init --flow {first} -o {config_name(first)}`), "
+                          f"or write one for each with `hwtp ci init --all`:\n{listed}")
     return scripts[0] if scripts else (candidates[0] if candidates else None)
 
 
@@ -195,7 +196,15 @@ def _guess_controls(findings: Findings, sources: list[SourceFile], options: Buil
     except DesignError as exc:
         findings.notes.append(f"could not read the ports of {findings.top}: {exc}")
         return
-    findings.clock, findings.reset = guess_controls(ports, edge_signals(sources))
+    edges = edge_signals(sources)
+    findings.clock, findings.reset = guess_controls(ports, edges)
+    clocks = clock_candidates(ports, edges, findings.reset)
+    if len(clocks) > 1:  # hwtp drives one clock: none is written
+        findings.clock = findings.reset = None
+        findings.clocks = clocks
+        findings.notes.append(f"several clocks ({', '.join(clocks)}): `hwtp ci` runs your tests, which drive them; "
+                              "the formal check of survivors is skipped and `hwtp export-tests` refuses the design "
+                              "(both drive one clock)")
 
 
 def inspect(root: Path, flow: Path | None = None) -> Findings:
@@ -276,7 +285,9 @@ def render(f: Findings) -> str:
     others = f"  (other top-level modules: {', '.join(f.other_tops)})" if f.other_tops else ""
     sources = "\n".join(f"    - {_q(s)}" for s in f.sources)
     clock = (f"  clock: {{port: {_q(f.clock.port)}, period_ns: {f.clock.period_ns:g}}}" if f.clock
-             else "  # clock: {port: clk, period_ns: 10}")
+             else f"  # several clocks ({', '.join(f.clocks)}): export-tests and the formal check drive one; "
+                  f"naming one here drives the others as data\n  # clock: {{port: {_q(f.clocks[0])}, period_ns: 10}}"
+             if f.clocks else "  # clock: {port: clk, period_ns: 10}")
     reset = (f"  reset: {{port: {_q(f.reset.port)}, active: {f.reset.active}, cycles: {f.reset.cycles}}}"
              if f.reset else "  # reset: {port: rst_n, active: low, cycles: 2}")
     modules = (f"  modules: [{', '.join(_q(m) for m in f.modules)}]" if f.modules
@@ -329,6 +340,33 @@ mutation:
 # jobs: 2                       # simulator processes at once (default: the CPU count)
 min_score: 0.8                  # the gate: `hwtp ci` exits 1 when the mutation score is below this
 """
+
+
+def config_name(origin: str, taken: set[str] | None = None) -> str:
+    """``hwtp-<folder>.yaml`` for the flow at ``origin`` (``tb/rx/Makefile``: ``hwtp-rx.yaml``;
+    a runner script: its stem), numbered apart from the names in ``taken``."""
+    path = Path(origin)
+    label = path.parent.name if path.name in _MAKEFILES and path.parent.name else path.stem
+    name, k = f"hwtp-{label}.yaml", 2
+    while taken is not None and name in taken:
+        name, k = f"hwtp-{label}-{k}.yaml", k + 1
+    return name
+
+
+def write_all(root: Path, force: bool = False) -> list[tuple[Path, Findings]]:
+    """One starter config per cocotb testbench under ``root`` (:func:`flows`), each named by
+    :func:`config_name` in its project folder; refuses to overwrite unless ``force``."""
+    root = root.resolve()
+    found = flows(root)
+    if not found:
+        raise ConfigError(f"{root}: no cocotb runner script or cocotb Makefile found (--all writes one config each)")
+    taken: set[str] = set()
+    planned = []
+    for flow in found:
+        name = config_name(flow.origin, taken)
+        taken.add(name)
+        planned.append((root / flow.origin, name))
+    return [write_starter(root, force, flow, name) for flow, name in planned]
 
 
 def write_starter(root: Path, force: bool = False, flow: Path | None = None,

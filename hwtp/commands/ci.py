@@ -15,7 +15,7 @@ from hwtp.ci.config import FORMAL, TIMEOUTS_AS, CiConfig
 from hwtp.ci.exporttests import design_near, export_tests
 from hwtp.ci.mutation import CiReport, MutantResult, run_ci
 from hwtp.ci.sarif import sarif
-from hwtp.ci.starter import write_starter
+from hwtp.ci.starter import write_all, write_starter
 from hwtp.commands.options import design_options, resolve_design, trust_option
 from hwtp.config import CONFIG_NAME, load_ci, locate
 from hwtp.errors import EXIT_GATE, ConfigError
@@ -130,8 +130,9 @@ def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: 
 
 
 @click.group("ci", invoke_without_command=True)
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=CONFIG_NAME,
-              show_default=True, help="The hwtp.yaml to use (a folder means its hwtp.yaml).")
+@click.option("--config", "config_paths", type=click.Path(path_type=Path), multiple=True,
+              help=f"The hwtp.yaml to use (a folder means its hwtp.yaml; default {CONFIG_NAME}). Repeatable: "
+                   "one run each (e.g. what `hwtp ci init --all` wrote), report files named after each.")
 @click.option("-n", "count", type=int, help="How many mutants (0: every site). [hwtp.yaml mutation.n]")
 @click.option("--operators", help="Comma-separated operator families or names. [mutation.operators]")
 @click.option("--seed", type=int, help="Mutant selection seed. [mutation.seed]")
@@ -157,7 +158,7 @@ def _finish(ctx: click.Context, report: CiReport, junit: Path | None, markdown: 
               help="Also run this cocotb module (from hwtp export-tests): the score it adds. Repeatable.")
 @trust_option
 @click.pass_context
-def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str | None, seed: int | None,
+def ci(ctx: click.Context, config_paths: tuple[Path, ...], count: int | None, operators: str | None, seed: int | None,
        min_score: float | None, since: str | None, jobs: int | None, timeout: float | None,
        timeouts_as: str | None, shared: bool | None, verify: bool, diagnose: bool | None, formal: str | None,
        shard: str | None,
@@ -171,26 +172,50 @@ def ci(ctx: click.Context, config_path: Path, count: int | None, operators: str 
     what a process per mutant gives (checked), else one process each. Exit 0 when the score
     reaches min_score (and no survivor is new to --baseline), 1 otherwise, 2 when the tests fail
     on golden or the config is wrong. `hwtp ci init` writes a starter hwtp.yaml; `hwtp ci merge`
-    combines --shard runs.
+    combines --shard runs. Several --config: one run each, in turn; exit 1 when any misses its gate.
     """
     if ctx.invoked_subcommand is not None:
         return
+    paths = config_paths or (Path(CONFIG_NAME),)
+    several = len(paths) > 1
+    if several and (shard or baseline_in or write_baseline or include_plans):
+        raise ConfigError("--shard, --baseline, --write-baseline and --include-plans take one --config")
     part = shards.parse_shard(shard) if shard is not None else None
     if part is not None and json_out is None:
         raise ConfigError("--shard needs --json FILE: hwtp ci merge combines the shards' JSON reports")
-    config = _overrides(load_ci(config_path), count, operators, seed, min_score, since, jobs, timeout,
-                        include_plans, shared, timeouts_as, diagnose, formal)
-    progress = _Progress()
-    try:
-        report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
-                        note=lambda text: click.echo(f"hwtp ci: {text}", err=True), advance=progress.advance)
-    finally:
-        progress.close()
-    if part is not None:
-        click.echo(f"shard {part[0]}/{part[1]}: {len(report.mutants)} of {len(report.order)} mutants; "
-                   "the gate applies to the merged report (hwtp ci merge)")
-    _finish(ctx, report, junit, markdown, lcov, json_out, sarif_out, baseline_in, write_baseline, annotations,
-            gate=part is None)
+    configs = [_overrides(load_ci(path), count, operators, seed, min_score, since, jobs, timeout,
+                          include_plans, shared, timeouts_as, diagnose, formal) for path in paths]  # all checked first
+    missed = []
+    for path, config in zip(paths, configs, strict=True):
+        if several:
+            click.echo(f"== {config.source}")
+        progress = _Progress()
+        try:
+            report = run_ci(config, progress=progress, on_mutants=progress.start, shard=part, verify=verify,
+                            note=lambda text: click.echo(f"hwtp ci: {text}", err=True), advance=progress.advance)
+        finally:
+            progress.close()
+        if part is not None:
+            click.echo(f"shard {part[0]}/{part[1]}: {len(report.mutants)} of {len(report.order)} mutants; "
+                       "the gate applies to the merged report (hwtp ci merge)")
+        owner = path if several else None
+        _finish(ctx, report, _each(junit, owner), _each(markdown, owner), _each(lcov, owner), _each(json_out, owner),
+                _each(sarif_out, owner), baseline_in, write_baseline, annotations, gate=part is None and not several)
+        if not report.gate_passed:
+            missed.append(config.source)
+    if several:
+        click.echo(f"{len(paths) - len(missed)} of {len(paths)} configs reached their gate"
+                   + (f"; missed: {', '.join(missed)}" if missed else ""))
+        if missed:
+            ctx.exit(EXIT_GATE)
+
+
+def _each(out: Path | None, config: Path | None) -> Path | None:
+    """A report file of one of several configs (``config``; None: the only one): ``r.json`` for
+    ``hwtp-rx.yaml`` is ``r-hwtp-rx.json``."""
+    if out is None or config is None:
+        return out
+    return out.with_name(f"{out.stem}-{locate(config).stem}{out.suffix}")
 
 
 @ci.command("merge")
@@ -225,25 +250,31 @@ def merge(ctx: click.Context, shard_reports: tuple[Path, ...], config_path: Path
               help="The runner script or cocotb Makefile to read, when the folder has several testbenches.")
 @click.option("-o", "--output", "name", default=CONFIG_NAME, show_default=True,
               help="The file name to write in the project folder (one per testbench; hwtp ci --config NAME).")
-def init(folder: Path, force: bool, flow: Path | None, name: str) -> None:
+@click.option("--all", "every", is_flag=True,
+              help="One config per cocotb testbench found (hwtp-<folder>.yaml each); hwtp ci --config each.")
+def init(folder: Path, force: bool, flow: Path | None, name: str, every: bool) -> None:
     """Write a commented starter hwtp.yaml for the project in FOLDER (default: here).
 
     Reads the project's cocotb runner script (cocotb_tools.runner; parsed, never run) or else
     its cocotb Makefile; what they do not give is found by looking at the folder. Whatever could
-    not be read is printed with its file:line and the hwtp.yaml key to fill in by hand.
+    not be read is printed with its file:line and the hwtp.yaml key to fill in by hand. With
+    several testbenches: choose one with --flow, or --all for one config file each.
     """
-
-    path, found = write_starter(folder, force, flow, name)
-    origin = f" from {found.origin}" if found.origin else ""
-    click.echo(f"wrote {path}{origin}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
-               f"tests {', '.join(found.modules) or '(none found)'}")
-    for note in found.notes:
-        click.echo(f"note: {note}")
-    for unknown in found.unknown:
-        click.echo(f"not understood: {unknown}")
+    if every and (flow is not None or name != CONFIG_NAME):
+        raise ConfigError("--all writes one config per testbench, named hwtp-<folder>.yaml: not with --flow or -o")
+    written = write_all(folder, force) if every else [write_starter(folder, force, flow, name)]
     here = Path.cwd().resolve()
-    config = "" if path == here / CONFIG_NAME else f" --config {os.path.relpath(path, here)}"
-    click.echo(f"check it, then run `hwtp ci{config}`")
+    for path, found in written:
+        origin = f" from {found.origin}" if found.origin else ""
+        click.echo(f"wrote {path}{origin}: {len(found.sources)} RTL files, top {found.top or '(not found)'}, "
+                   f"tests {', '.join(found.modules) or '(none found)'}")
+        for note in found.notes:
+            click.echo(f"note: {note}")
+        for unknown in found.unknown:
+            click.echo(f"not understood: {unknown}")
+    configs = "".join("" if path == here / CONFIG_NAME else f" --config {os.path.relpath(path, here)}"
+                      for path, _ in written)
+    click.echo(f"check {'them' if len(written) > 1 else 'it'}, then run `hwtp ci{configs}`")
 
 
 @click.command("export-tests")

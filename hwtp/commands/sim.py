@@ -12,7 +12,7 @@ from hwtp.commands.options import OUTPUT_FILE, design_options, read_stdin, resol
 from hwtp.errors import EXIT_GATE, DesignError, PlanError, SimulationError
 from hwtp.plan import load_plan_file, parse_plan
 from hwtp.sim.backends import DEFAULT_BACKEND, backend_names
-from hwtp.simulate import SimReport, simulate
+from hwtp.simulate import SimReport, describe_mismatch, simulate
 
 
 @click.command()
@@ -77,10 +77,7 @@ def _print_report(report: SimReport) -> None:
         if test.get("passed"):
             click.echo(f"  PASS  {test['name']}")
         elif m:
-            click.echo(
-                f"  FAIL  {test['name']}: step {m['step']}, cycle {m['cycle']}: "
-                f"{m['port']} expected {m['expected']}, got {m['got']}"
-            )
+            click.echo(f"  FAIL  {test['name']}: {describe_mismatch(m)}")
         else:
             click.echo(f"  ----  {test['name']}: not run ({report.status})")
     built = "cached build" if report.build_cached else f"built in {report.build_seconds:.1f} s"

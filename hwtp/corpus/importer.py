@@ -42,8 +42,8 @@ from hwtp.design import (
     Design,
     Reset,
     check_trusted,
-    clock_candidates,
     clock_from,
+    clocking_problem,
     edge_signals,
     guess_controls,
     load_design,
@@ -57,6 +57,7 @@ from hwtp.policy import PlanRequest, make_policy
 from hwtp.rtl import SourceFile, check_syntax, elaborate, top_modules
 from hwtp.score import Outcome, ScoreConfig, score
 from hwtp.sim import procs
+from hwtp.simulate import describe_mismatch
 from hwtp.values import Value
 
 SUMMARY = "import.json"
@@ -174,19 +175,11 @@ def _source_names(paths: Sequence[Path]) -> list[str]:
 
 def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -> tuple[Clock | None, Reset | None]:
     """Clock and reset: the manifest's, else guessed from names (any case) and from use
-    (``posedge x``). A design with several clocks and none named, or an edge on an input
-    while no clock is set, is refused: driving a clock as random data would import a clocked
-    design as combinational."""
+    (``posedge x``). A design with an edge on an input that is not its clock (several clocks,
+    or a clock not set) is refused (:func:`hwtp.design.clocking_problem`): driving a clock as
+    random data would import a clocked design as combinational."""
     edges = edge_signals(sources)
     guessed_clock, guessed_reset = guess_controls(ports, edges)
-    if not candidate.clock:
-        used = clock_candidates(ports, edges, guessed_reset)
-        if guessed_clock is None and len(used) > 1:
-            raise Rejected(
-                Reason.CONTROLS,
-                f"several clocks ({', '.join(used)} are each used as posedge/negedge): "
-                "hwtp drives one clock; give clock (a port) in a manifest row",
-            )
     try:
         clock = None if candidate.clock == "none" else clock_from(candidate.clock) if candidate.clock else guessed_clock
         if candidate.reset == "none" or (clock is None and not candidate.reset):
@@ -195,14 +188,16 @@ def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -
             reset = reset_from(candidate.reset) if candidate.reset else guessed_reset
     except ControlError as exc:
         raise Rejected(Reason.CONTROLS, str(exc)) from exc
-    clocked = [p for p in clock_candidates(ports, edges, reset) if clock is None or p != clock.port]
-    if clock is None and clocked:
-        raise Rejected(
-            Reason.CONTROLS,
-            f"input {clocked[0]} is used as a clock (posedge/negedge {clocked[0]}) "
-            "but no clock is set: give clock (a port) in a manifest row; hwtp does "
-            "not import a clocked design as combinational",
-        )
+    problem = clocking_problem(
+        ports,
+        edges,
+        clock,
+        reset,
+        "give clock (a port) in a manifest row",
+        chosen=bool(candidate.clock) and candidate.clock != "none",
+    )
+    if problem:
+        raise Rejected(Reason.CONTROLS, problem)
     return clock, reset
 
 
@@ -297,9 +292,13 @@ def reference_plan(design: Design, seed: int) -> Plan:
         raise Rejected(Reason.GOLDEN, f"scoring the reference plan: {exc}") from exc
     result = scores.results[0]
     if result.outcome != Outcome.PASSED:
-        raise Rejected(
-            Reason.GOLDEN, f"the reference plan did not pass on golden: {result.outcome.value} {result.detail}"
+        detail = result.detail or {}
+        why = (
+            f"test {detail.get('test')}, {describe_mismatch(detail)}"
+            if "port" in detail
+            else str(detail.get("reason") or "no detail")
         )
+        raise Rejected(Reason.GOLDEN, f"the reference plan did not pass on golden: {result.outcome.value}: {why}")
     return plan
 
 
@@ -413,12 +412,13 @@ def import_designs(
         if e.status == Status.REJECTED or (outdir / str(e.name) / MANIFEST).is_file():
             known.setdefault(e.identity, e)
     taken = {str(e.name): str(e.identity) for e in known.values() if e.status == Status.IMPORTED}
-    by_origin = {e.origin: e for e in previous if not e.identity}  # rejected before its RTL could be read
+    # rejected rows, by what they asked for and the files they named (a changed row or file is decided again)
+    rejected = {str(e.info["row"]): e for e in previous if e.status == Status.REJECTED and e.info.get("row")}
     entries: list[Entry] = []
     todo: list[tuple[Entry, Examined]] = []
     claimed: dict[str, Entry] = {}  # identity -> the entry of this import that owns it
     for candidate in candidates:
-        decided = _decided(candidate, config, known, claimed, by_origin)
+        decided = _decided(candidate, config, known, claimed, rejected)
         if isinstance(decided, Entry):
             entries.append(decided)
             if decided.identity and decided.status != Status.DUPLICATE:
@@ -484,20 +484,21 @@ def _decided(
     config: ImportConfig,
     known: dict[str, Entry],
     claimed: dict[str, Entry],
-    by_origin: dict[str, Entry],
+    rejected: dict[str, Entry],
 ) -> Entry | Examined:
     """The entry of a candidate decided without simulating it (rejected on reading, a duplicate,
-    decided by an earlier import), else the candidate examined, to verify."""
+    decided by an earlier import of this very row: ``rejected`` and ``known`` by
+    :func:`row_key`), else the candidate examined, to verify."""
     row = {"row": row_key(candidate)}
-    if candidate.origin in by_origin and by_origin[candidate.origin].info.get("row") == row["row"]:
-        return by_origin[candidate.origin]
+    prior = rejected.get(row["row"])
+    if prior is not None and prior.identity not in claimed:  # the same row on the same files: the same verdict
+        return Entry(
+            candidate.origin, prior.status, prior.name, prior.identity, prior.reason, prior.detail, prior.info, True
+        )
     try:
         examined = examine(candidate, config)
     except Rejected as exc:
         ident = exc.identity
-        prior = known.get(ident) if ident else None
-        if prior is not None and prior.origin == candidate.origin and prior.info.get("row") == row["row"]:
-            return prior
         if ident and ident in claimed:
             return Entry(
                 candidate.origin, Status.DUPLICATE, safe_name(candidate.name), ident, detail=claimed[ident].name
@@ -507,10 +508,12 @@ def _decided(
     if ident in claimed:
         return Entry(candidate.origin, Status.DUPLICATE, examined.design.name, ident, detail=claimed[ident].name)
     prior = known.get(ident)
-    if prior is None or (prior.origin == candidate.origin and prior.info.get("row") != row["row"]):
-        return examined  # new, or its manifest row changed since: decided again
-    if prior.origin == candidate.origin or prior.status != Status.IMPORTED:
+    if prior is None or prior.status == Status.REJECTED:
+        return examined  # new, or rejected for a row that asked otherwise: decided again
+    if prior.info.get("row") == row["row"]:
         return Entry(candidate.origin, prior.status, prior.name, ident, prior.reason, prior.detail, prior.info, True)
+    if prior.origin == candidate.origin:
+        return examined  # its manifest row changed since: decided again
     return Entry(candidate.origin, Status.DUPLICATE, prior.name, ident, detail=prior.name, resumed=True)
 
 
@@ -521,12 +524,23 @@ def _folder_identity(folder: Path) -> str | None:
         return None
 
 
+def _digest(path: Path | None) -> str | None:
+    """The file's content digest; None when there is no file (or it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path is not None else None
+    except OSError:
+        return None
+
+
 def row_key(candidate: Candidate) -> str:
-    """What the candidate's manifest row (or folder) asks for: a changed row is decided again."""
+    """What the candidate's manifest row (or folder) asks for, and the content of the files it
+    names: a changed row, or a changed, added or removed file, is decided again (no ``--force``)."""
     asked = [
         candidate.name,
         [str(p) for p in candidate.rtl],
+        [_digest(p) for p in candidate.rtl],
         str(candidate.spec or ""),
+        _digest(candidate.spec),
         candidate.spec_text or "",
         candidate.top,
         candidate.clock,
