@@ -39,7 +39,7 @@ from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, e
 from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants, run_once
-from hwtp.design import Design, SourceFile, clock_candidates, edge_signals
+from hwtp.design import Design, clock_candidates, edge_signals
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
 from hwtp.formal import yosys as formal_yosys
 from hwtp.formal.classify import FormalConfig
