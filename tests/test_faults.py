@@ -37,9 +37,23 @@ def environment(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child before it starts: SIGINT at its default, as a command typed at a terminal
+    has it. A suite started in the background by a shell without job control (``cmd &`` in a
+    script, nohup) inherits SIGINT ignored, and hwtp rightly keeps ignoring it then; the Ctrl-C
+    tests below would otherwise see a command that never stops (it did, once, in such a run)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def hwtp(*args: Any, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [HWTP, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
+        [HWTP, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )
 
 
@@ -403,7 +417,12 @@ def test_ctrl_c_kills_the_children_before_anything_waits_for_them(tmp_path: Path
         "sys.argv = ['hwtp', 'hang-for-test']\nsys.exit(cli.main())\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", script], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     seconds, err = interrupt(proc)
