@@ -11,6 +11,8 @@ import click
 
 from hwtp.commands.options import AT_LEAST_ONE, OUTPUT_FOLDER, POSITIVE, FiniteFloat
 from hwtp.errors import ConfigError
+from hwtp.learn.data import PROMPTS
+from hwtp.learn.grpo import ARMS
 
 #: --quick: one seed, few steps, two small designs.
 QUICK_DESIGNS = ("counter_en_load", "adder_carry")
@@ -43,7 +45,21 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--weak-plans", type=AT_LEAST_ONE, help="Weak plans per design for the warm start.  [default: 8]")
 @click.option("--max-completion", type=AT_LEAST_ONE, help="Longest completion in tokens.  [default: 160]")
 @click.option("--shared-warm-start", is_flag=True, help="One warm start (the first seed's) for every seed.")
+@click.option(
+    "--prompt",
+    type=click.Choice(PROMPTS),
+    help="What a prompt shows: the lines that differ from golden, or the whole RTL.  [default: diff]",
+)
+@click.option("--arms", help=f"Comma-separated arms to run.  [default: {','.join(a.name for a in ARMS)}]")
 @click.option("--workers", type=AT_LEAST_ONE, default=2, show_default=True, help="Simulator processes per reward pool.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=AT_LEAST_ONE,
+    default=2,
+    show_default=True,
+    help="Processes training arms at once (one torch thread each).",
+)
 def learn_command(
     designs: tuple[str, ...],
     more: tuple[str, ...],
@@ -64,7 +80,10 @@ def learn_command(
     weak_plans: int | None,
     max_completion: int | None,
     shared_warm_start: bool,
+    prompt: str | None,
+    arms: str | None,
     workers: int,
+    jobs: int,
 ) -> None:
     """Warm-start a small model on weak plans, train it with GRPO on hwtp rewards per state and
     per design (GRPO-SMu), and evaluate both on held-out mutants: OUT/results.json and
@@ -98,11 +117,18 @@ def learn_command(
             raise ConfigError(f"{name} {value}: at least 1")
     if generations is not None and generations < 2:
         raise ConfigError(f"-G {generations}: GRPO needs at least 2 completions per prompt")
+    by_name = {a.name: a for a in ARMS}
+    arm_names = _split((arms,)) if arms else tuple(by_name)
+    unknown = [a for a in arm_names if a not in by_name]
+    if unknown or not arm_names:
+        raise ConfigError(f"--arms {arms!r}: unknown arm(s) {', '.join(unknown)} (valid: {', '.join(by_name)})")
     config = LearnConfig(
         designs=names,
+        arms=tuple(by_name[a] for a in dict.fromkeys(arm_names)),
         held_out_designs=_split(held_out_design),
         seeds=seed_list,
         workers=workers,
+        jobs=jobs,
         shared_warm_start=shared_warm_start,
     )
     given: dict[str, Any] = {
@@ -126,6 +152,7 @@ def learn_command(
         held_out=held_out or config.data.held_out,
         train_mutants=train_mutants or config.data.train_mutants,
         weak_plans=weak_plans or config.data.weak_plans,
+        prompt=prompt or config.data.prompt,
     )
     config = dataclasses.replace(config, grpo=grpo, sft=sft, evaluation=evaluation, data=data)
     start = time.monotonic()
