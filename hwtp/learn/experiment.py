@@ -1,8 +1,10 @@
 """``hwtp learn``: warm start, GRPO arms, held-out evaluation, ``OUT/results.json``.
 
-Per seed: one tokenizer (shared: it depends only on the data), one model built and SFT-trained
-from that seed, evaluated once (the start both arms share), then each arm trains a copy of
-that warm start with the same states, seed and budget and is evaluated again.
+One tokenizer (it depends only on the data) and one warm start, SFT-trained from the first
+seed (or one per seed, ``shared_warm_start=False``). Per seed the warm start is evaluated once
+(the start every arm shares), then each arm trains a copy of it with the same states, seed and
+budget and is evaluated again. These evaluations and trainings are independent units, run in
+``jobs`` processes at once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from hwtp.learn.data import DataConfig, DesignData, State, prepare_design, sft_rows
 from hwtp.learn.evaluate import EvalConfig, evaluate
-from hwtp.learn.grpo import ARMS, Arm, GRPOSettings, train_arm
+from hwtp.learn.grpo import DEFAULT_ARMS, Arm, GRPOSettings, train_arm
 from hwtp.learn.model import ModelConfig, build_model, build_tokenizer, parameter_count
 from hwtp.learn.sft import SFTConfig, train_sft
 from hwtp.learn.stats import interval
@@ -35,14 +37,14 @@ class LearnConfig:
     designs: tuple[str, ...]
     held_out_designs: tuple[str, ...] = ()
     seeds: tuple[int, ...] = (0, 1, 2)
-    arms: tuple[Arm, ...] = ARMS
+    arms: tuple[Arm, ...] = DEFAULT_ARMS
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
     evaluation: EvalConfig = field(default_factory=EvalConfig)
     sft_plans_per_state: int = 16
-    shared_warm_start: bool = False  # one SFT (of the first seed) for every seed: seeds vary GRPO only
+    shared_warm_start: bool = True  # one SFT (of the first seed) for every seed: seeds vary GRPO only
     workers: int = 2  # simulator processes per reward pool
     jobs: int = 1  # processes that train arms and evaluate at once
 

@@ -30,24 +30,26 @@ class Arm:
         return asdict(self)
 
 
-#: The arms run by default: plain GRPO (TRL's formula, per state), GRPO-SMu (per design), and
-#: GRPO-SMu on the dense ``kill-fraction`` reward (a share of the design's killable mutants).
+#: The arms: plain GRPO (TRL's formula, per state), GRPO-SMu (per design), and GRPO-SMu on the
+#: dense ``kill-fraction`` reward (a share of the design's killable mutants).
 ARMS = (
     Arm("grpo", "state", "trl"),
     Arm("grpo-smu", "design", "grpo-smu"),
     Arm("grpo-smu-dense", "design", "grpo-smu", reward_scheme="kill-fraction"),
 )
+#: The arms run unless others are named (the dense one costs a run of every plan on every mutant).
+DEFAULT_ARMS = ARMS[:2]
 
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    steps: int = 100
-    prompts: int = 8  # prompts (states) per step
+    steps: int = 30
+    prompts: int = 4  # prompts (states) per step
     generations: int = 8  # completions per prompt
-    lr: float = 2e-4
+    lr: float = 5e-4
     beta: float = 0.02  # KL to the warm start
     temperature: float = 1.0
-    max_completion: int = 160
+    max_completion: int = 128
 
 
 #: Per-step keys kept from TRL's log history (TRL's name → results.json name).
