@@ -159,6 +159,8 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "1",
         "-j",
         "2",
+        "--arms",
+        "grpo,grpo-smu,grpo-smu-dense",
     ]
     proc = subprocess.run(
         [sys.executable, "-m", "hwtp.cli", *args], env=env, capture_output=True, text=True, timeout=1800
