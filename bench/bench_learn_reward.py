@@ -33,7 +33,7 @@ def _measure(args: argparse.Namespace) -> list[tuple[str, float, float]]:
 
     import hwtp.rewards
     from hwtp.learn.data import DataConfig, prepare_design, sft_rows
-    from hwtp.learn.grpo import ARMS, GRPOSettings, train_arm
+    from hwtp.learn.grpo import DEFAULT_ARMS, GRPOSettings, train_arm
     from hwtp.learn.model import ModelConfig, build_model, build_tokenizer
     from hwtp.learn.sft import SFTConfig, train_sft
 
@@ -49,7 +49,7 @@ def _measure(args: argparse.Namespace) -> list[tuple[str, float, float]]:
         warm = root / "warm-start"
         model.save_pretrained(warm)
         settings = GRPOSettings(steps=args.steps, prompts=args.prompts, generations=args.generations)
-        arm = ARMS[-1]
+        arm = DEFAULT_ARMS[-1]
         try:
             for rep in range(args.reps):
                 _, trained = train_arm(warm, tokenizer, data.split("train"), arm, settings, rep, root / "trainer")

@@ -17,6 +17,7 @@ import pytest
 from hwtp.design import SourceFile
 from hwtp.learn.data import (
     DataConfig,
+    diff_prompt,
     prepare_design,
     prompt_text,
     render_plan,
@@ -46,6 +47,15 @@ def test_short_rtl_drops_comments_and_blanks_only() -> None:
     assert text == "module m (\ninput wire a,\noutput wire y\n);\nassign y = ~a;\nendmodule"
     prompt = prompt_text("m", [SourceFile("m.v", RTL)])
     assert prompt.startswith("design: m\nmodule m (") and prompt.endswith("endmodule\nplan:\n")
+
+
+def test_diff_prompt_shows_only_the_changed_lines() -> None:
+    golden = [SourceFile("m.v", RTL)]
+    mutant = [SourceFile("m.v", RTL.replace("assign y = ~a;", "assign y = a;"))]
+    assert diff_prompt("m", mutant, golden) == "design: m\n- assign y = ~a;\n+ assign y = a;\nplan:\n"
+    assert diff_prompt("m", golden, golden) == "design: m\nsame\nplan:\n"
+    # a comment-only change is no change: the prompt reads the code
+    assert diff_prompt("m", [SourceFile("m.v", RTL.replace("a comment", "other"))], golden).endswith("same\nplan:\n")
 
 
 def test_render_plan_is_a_plan_with_the_same_data() -> None:
@@ -147,6 +157,10 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "96",
         "--workers",
         "1",
+        "-j",
+        "2",
+        "--arms",
+        "grpo,grpo-smu,grpo-smu-dense",
     ]
     proc = subprocess.run(
         [sys.executable, "-m", "hwtp.cli", *args], env=env, capture_output=True, text=True, timeout=1800
@@ -163,7 +177,8 @@ def test_learn_trains_on_signal_in_the_trainer(learned: Path) -> None:
     results = json.loads((learned / "results.json").read_text())
     assert results["kind"] == "hwtp-learn" and [r["seed"] for r in results["runs"]] == [0]
     run = results["runs"][0]
-    assert set(run["arms"]) == {"grpo", "grpo-smu"}
+    assert set(run["arms"]) == {"grpo", "grpo-smu", "grpo-smu-dense"}
+    assert results["config"]["arms"][2]["reward_scheme"] == "kill-fraction"
     for name, arm in run["arms"].items():
         steps = arm["steps"]
         assert [s["step"] for s in steps] == [1, 2, 3], name
@@ -211,6 +226,8 @@ def test_learn_refuses_bad_input_before_any_work(tmp_path: Path, capsys: pytest.
     assert "--seeds '0,x': expected comma-separated integers" in capsys.readouterr().err
     assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), "-G", "1"]) == 2
     assert "GRPO needs at least 2" in capsys.readouterr().err
+    assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), "--arms", "grpo,ppo"]) == 2
+    assert "unknown arm(s) ppo" in capsys.readouterr().err
     for option, value in (("--lr", "nan"), ("--steps", "0"), ("--beta", "-1"), ("--temperature", "inf")):
         assert main(["learn", "counter_en_load", "-o", str(tmp_path / "o"), option, value]) == 2, option
         assert option in capsys.readouterr().err

@@ -6,8 +6,11 @@ seeded shuffle, the same for every seed and arm): ``held_out`` of them are never
 and only evaluated, the rest (with golden) are the training states. Designs in
 ``held_out_designs`` contribute no training state at all.
 
-The prompt is short on purpose (a small model's context): the design's name and its RTL with
-comments and runs of blanks removed, so the mutated line is there for the policy to read.
+The prompt is short on purpose (a small model's context and a CPU's time). By default
+(``prompt="diff"``) it is the design's name and the lines where the state's RTL differs from
+golden's (comments and runs of blanks removed): the only part that tells one state of a design
+from another, about 30 tokens instead of about 270 for the whole RTL. ``prompt="rtl"`` puts
+the whole short RTL in the prompt instead.
 Weak plans come from the offline policy (constrained-random stimulus, golden's outputs as
 expectations) cut to one test of a few cycles with a single ``expect``: they pass on golden
 and detect few mutants, which leaves room to learn.
@@ -15,6 +18,7 @@ and detect few mutants, which leaves room to learn.
 
 from __future__ import annotations
 
+import difflib
 import random
 import re
 from collections.abc import Sequence
@@ -65,6 +69,7 @@ class DataConfig:
     weak_plans: int = 8  # distinct weak plans per design for the warm start (few: a tiny model memorises them)
     cycles: tuple[int, int] = (1, 4)  # stimulus length of a weak plan (inclusive)
     seed: int = 0
+    prompt: str = "diff"  # "diff": the lines that differ from golden; "rtl": the whole short RTL
 
 
 def short_rtl(sources: Sequence[SourceFile]) -> str:
@@ -79,9 +84,26 @@ def short_rtl(sources: Sequence[SourceFile]) -> str:
     return "\n".join(lines)
 
 
+#: The prompt styles of :class:`DataConfig`.
+PROMPTS = ("diff", "rtl")
+
+
 def prompt_text(design: str, sources: Sequence[SourceFile]) -> str:
     """The policy's prompt for one state: design name, short RTL, and where the plan starts."""
     return f"design: {design}\n{short_rtl(sources)}\nplan:\n"
+
+
+def diff_prompt(design: str, sources: Sequence[SourceFile], golden: Sequence[SourceFile]) -> str:
+    """The policy's prompt for one state: design name, the short-RTL lines golden has and this
+    state has not (``- ``) and the reverse (``+ ``), in order; golden's says ``same``."""
+    theirs, ours = short_rtl(golden).splitlines(), short_rtl(sources).splitlines()
+    changed = [
+        line
+        for line in difflib.unified_diff(theirs, ours, lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    body = "\n".join(f"{line[0]} {line[1:]}" for line in changed) if changed else "same"
+    return f"design: {design}\n{body}\nplan:\n"
 
 
 def render_plan(data: dict[str, Any]) -> str:
@@ -169,8 +191,13 @@ def prepare_design(name: str, root: Path, config: DataConfig, held_out_design: b
     held, train = order[:n_held], order[n_held : n_held + config.train_mutants]
     states = []
 
+    if config.prompt not in PROMPTS:
+        raise ConfigError(f"prompt {config.prompt!r}: expected one of {', '.join(PROMPTS)}")
+
     def state(sid: str, sources: Sequence[SourceFile], split: str) -> State:
-        return State(name, sid, digest, prompt_text(name, sources), split)
+        if config.prompt == "rtl":
+            return State(name, sid, digest, prompt_text(name, sources), split)
+        return State(name, sid, digest, diff_prompt(name, sources, design.sources), split)
 
     if held_out_design:
         states.append(state(GOLDEN, design.sources, "held_out_design"))

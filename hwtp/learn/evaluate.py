@@ -18,9 +18,9 @@ PASSED_GOLDEN = ("passed", "detected")
 
 @dataclass(frozen=True)
 class EvalConfig:
-    samples: int = 4  # plans per state
+    samples: int = 2  # plans per state
     temperature: float = 1.0
-    max_new_tokens: int = 160
+    max_new_tokens: int = 128
     batch: int = 64
 
 

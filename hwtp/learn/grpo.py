@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hwtp.errors import ConfigError
 from hwtp.learn.data import State
 
 
@@ -18,8 +17,8 @@ from hwtp.learn.data import State
 class Arm:
     """One way of turning rewards into advantages; everything else is shared between arms.
 
-    ``reward_scheme`` names a reward scheme of :mod:`hwtp.rewards` (None: its default); it is
-    handed to :func:`hwtp.rewards.configure` when that accepts one."""
+    ``reward_scheme`` names the reward scheme of :mod:`hwtp.scheme` the arm trains on (None:
+    ``smu``, the sparse default); evaluation always scores with ``smu``."""
 
     name: str
     group_by: str  # "state" (per prompt: plain GRPO) or "design" (GRPO-SMu)
@@ -31,19 +30,26 @@ class Arm:
         return asdict(self)
 
 
-#: The arms run by default: plain GRPO (TRL's formula, per state) and GRPO-SMu (per design).
-ARMS = (Arm("grpo", "state", "trl"), Arm("grpo-smu", "design", "grpo-smu"))
+#: The arms: plain GRPO (TRL's formula, per state), GRPO-SMu (per design), and GRPO-SMu on the
+#: dense ``kill-fraction`` reward (a share of the design's killable mutants).
+ARMS = (
+    Arm("grpo", "state", "trl"),
+    Arm("grpo-smu", "design", "grpo-smu"),
+    Arm("grpo-smu-dense", "design", "grpo-smu", reward_scheme="kill-fraction"),
+)
+#: The arms run unless others are named (the dense one costs a run of every plan on every mutant).
+DEFAULT_ARMS = ARMS[:2]
 
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    steps: int = 100
-    prompts: int = 8  # prompts (states) per step
+    steps: int = 30
+    prompts: int = 4  # prompts (states) per step
     generations: int = 8  # completions per prompt
-    lr: float = 2e-4
+    lr: float = 5e-4
     beta: float = 0.02  # KL to the warm start
     temperature: float = 1.0
-    max_completion: int = 160
+    max_completion: int = 128
 
 
 #: Per-step keys kept from TRL's log history (TRL's name → results.json name).
@@ -82,21 +88,18 @@ class RewardClock:
         log_metric = kwargs.get("log_metric")
         scored = [r for r in rewards if r is not None]
         if callable(log_metric) and scored:
-            detect = hwtp.rewards.settings().rewards.detect
-            log_metric("hwtp/detected_rate", sum(r >= detect for r in scored) / len(scored))
+            # above the golden-pass level: the plan killed its mutant (smu) or some mutant (dense schemes)
+            passed = hwtp.rewards.settings().rewards.golden_pass
+            log_metric("hwtp/detected_rate", sum(r > passed for r in scored) / len(scored))
         return rewards
 
 
-def _configure_scheme(arm: Arm) -> None:
-    import inspect
-
+def use_scheme(name: str | None) -> None:
+    """Score with reward scheme ``name`` from now on (None: the default, ``smu``)."""
     import hwtp.rewards
+    from hwtp.scheme import SMU
 
-    if arm.reward_scheme is None:
-        return
-    if "scheme" not in inspect.signature(hwtp.rewards.configure).parameters:
-        raise ConfigError(f"arm {arm.name}: reward scheme {arm.reward_scheme!r} needs an hwtp.rewards with schemes")
-    hwtp.rewards.configure(scheme=arm.reward_scheme)  # type: ignore[call-arg]
+    hwtp.rewards.configure(reward_scheme=name or SMU)
 
 
 def train_arm(
@@ -119,7 +122,7 @@ def train_arm(
     from hwtp.advantage import preset
     from hwtp.rewards.grpo_smu import GRPOSMuTrainer
 
-    _configure_scheme(arm)
+    use_scheme(arm.reward_scheme)
     dataset = datasets.Dataset.from_list([s.row() for s in states])
     args = GRPOConfig(
         output_dir=str(workdir),
@@ -136,6 +139,7 @@ def train_arm(
         use_vllm=False,
         use_cpu=True,
         bf16=False,
+        gradient_checkpointing=False,  # TRL's default recomputes every forward: memory a tiny model does not need
         logging_steps=1,
         save_strategy="no",
         report_to="none",
@@ -158,9 +162,12 @@ def train_arm(
     trainer.remove_callback(PrinterCallback)  # the numbers go to results.json, not to stdout
     model = trainer.model
     before = [p.detach().clone() for p in model.parameters()]
-    start = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        trainer.train()
+    finally:
+        use_scheme(None)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     with torch.no_grad():
         change = float(torch.sqrt(sum(((p - b) ** 2).sum() for p, b in zip(model.parameters(), before, strict=True))))
     steps = []
@@ -176,6 +183,7 @@ def train_arm(
         "steps": steps,
         "param_change": change,
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "reward_seconds": reward.seconds,
         "reward_share": reward.seconds / seconds if seconds > 0 else 0.0,
     }

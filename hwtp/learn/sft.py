@@ -11,7 +11,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class SFTConfig:
-    steps: int = 300
+    steps: int = 200
     batch: int = 8
     lr: float = 3e-3
     warmup: int = 20
