@@ -478,10 +478,10 @@ def run_mutants(build: Build, config: CiConfig, mutants: Sequence[int], golden: 
             alone_runs = dict(zip(sample, procs.map_threads(alone, sample, min(config.jobs, len(sample) or 1)),
                                   strict=True))
             checked += sample
-            for m, own in alone_runs.items():
-                if not same(runs[m], own) and EvalStatus.TIMEOUT not in (runs[m].status, own.status):
-                    differ[m] = _why(f"mutant {labels.get(m, m)}", runs[m], own)
-                runs[m] = own  # a process of its own is the reference (a timeout there is the machine's load)
+            for m, solo_run in alone_runs.items():
+                if not same(runs[m], solo_run) and EvalStatus.TIMEOUT not in (runs[m].status, solo_run.status):
+                    differ[m] = _why(f"mutant {labels.get(m, m)}", runs[m], solo_run)
+                runs[m] = solo_run  # a process of its own is the reference (a timeout there is the machine's load)
             if not differ or _round or len(differ) > 1:
                 break
         if len(differ) > 1:
