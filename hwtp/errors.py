@@ -22,6 +22,11 @@ class DesignError(HwtpError):
     """A design (manifest, sources, RTL) is missing, malformed or does not parse."""
 
 
+class UntrustedError(DesignError):
+    """The trust check refused what the compiler would read (:func:`hwtp.trust.check`): bad
+    input wherever the text came from, a design's files or a mutant set's edits."""
+
+
 class PlanError(HwtpError):
     """A test plan is malformed or does not fit the design's ports."""
 

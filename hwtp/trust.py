@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hwtp import env
-from hwtp.errors import DesignError
+from hwtp.errors import UntrustedError
 from hwtp.rtl import NO_OPTIONS, BuildOptions, SourceFile
 from hwtp.sim.backends import Backend, Preprocessed, source_path
 
@@ -290,7 +290,7 @@ def check(
             return _checked[key]
     arguments = backend.opaque_arguments(options)
     if arguments and not allow_escapes:  # refused before the preprocessor runs with them
-        raise DesignError(
+        raise UntrustedError(
             f"(build.args): {arguments[0]} brings code or files into the build that the check cannot read: hwtp "
             f"refuses it unless you trust this build (--allow-system-tasks or {env.ALLOW_SYSTEM_TASKS_VAR}=1)"
         )
@@ -305,8 +305,8 @@ def check(
         where = f"{file}:{line}" if line else file
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         if not first.escapes:
-            raise DesignError(f"{where}: {first.construct} {first.why}")
-        raise DesignError(
+            raise UntrustedError(f"{where}: {first.construct} {first.why}")
+        raise UntrustedError(
             f"{where}: {first.construct} {first.why}{more} (as {backend.name} compiles it): hwtp refuses RTL that "
             f"runs commands or host code, writes files or reads files outside the design; if you trust this "
             f"design, pass --allow-system-tasks or set {env.ALLOW_SYSTEM_TASKS_VAR}=1"

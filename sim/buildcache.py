@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hwtp import env, trust
 from hwtp.design import SourceFile, system_tasks_allowed
-from hwtp.errors import DesignError, InternalError
+from hwtp.errors import DesignError, InternalError, UntrustedError
 from hwtp.outputs import cache_folder
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
@@ -136,9 +136,13 @@ def ensure_generated(
     """:func:`ensure_build` of ``sources`` that hwtp generated from ``original`` (schemata): when
     they fail as a design would (:class:`DesignError`) but ``original`` builds, the fault is
     hwtp's, never the input's (:class:`InternalError`, the generated sources kept); when
-    ``original`` fails too, its own error is raised."""
+    ``original`` fails too, its own error is raised. A refusal of the trust check stays what it
+    is (:class:`UntrustedError`): the generated text holds the mutant set's edits, which are
+    input (a ``mutants.json`` edited to splice a call in is refused, not blamed on hwtp)."""
     try:
         return ensure_build(backend, sources, top, options, root, allow_escapes)
+    except UntrustedError:
+        raise
     except DesignError as exc:
         ensure_build(backend, original, top, options, root, allow_escapes)
         raise InternalError(f"a schemata build hwtp generated does not build: {exc}",
