@@ -74,8 +74,9 @@ _MAX_TEXT = 100_000
 _SURROGATES = re.compile("[\ud800-\udfff]")
 # Characters where PyYAML 1.1 and rapidyaml may part ways (see the module doc): tabs, carriage
 # returns, backslashes, YAML 1.1's extra line breaks, a byte order mark and what PyYAML will not read.
+# (A raw string: the escapes are the regular expression's, so the `]` of \x5d cannot close the class.)
 _REFUSED_CHARS = re.compile(
-    "[^\n\x20-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+    r"[^\n\x20-\x5b\x5d-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
 _PLAIN_ASCII = bytes([10, *range(0x20, 0x5C), *range(0x5D, 0x7F)])  # of ASCII, what is never refused
 _INDICATORS = "&*!%@`?"

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hwtp import planread
@@ -294,8 +294,9 @@ def test_the_reader_gives_the_old_paths_ids_errors_and_ops(name: str, seed: int)
         assert new[:3] == old[:3], f"case {k}: {text!r}"
         fast += new[3]
         valid += not isinstance(old[2], str)
-    # the fast path must carry most valid plans (else this compares the old path with itself)
-    assert valid > CASES // 10 and fast > valid * 0.7, (fast, valid)
+    # the fast path must carry most valid plans (else this compares the old path with itself); the
+    # corpus puts a backslash, tab or YAML 1.1 line break in about a quarter of them, which it refuses
+    assert valid > CASES // 10 and fast > valid * 0.6, (fast, valid)
 
 
 @functools.cache
@@ -320,10 +321,19 @@ _ALPHABET = st.sampled_from(list("tes:-{}[]'\"#&*!?|>%@`~\t\r\n ,.0123456789xyzo
 
 @_SLOW
 @given(st.text(_ALPHABET, max_size=60), st.text(_ALPHABET, max_size=20))
+@example(noise="", tail="\r\t")  # PyYAML reads a line break in the flow mapping; rapidyaml read `1\t`
 def test_hypothesis_text_around_a_plan_reads_alike(noise: str, tail: str) -> None:
     design, reader = _reader_of("counter_en_load")
     text = f"tests:\n- name: t{noise}\n  steps:\n  - drive: {{d: 1{tail}}}\n  - wait: 1\n"
     assert _outcome(text, "golden", reader, design)[:3] == _outcome(text, "golden", None, design)[:3]
+
+
+@pytest.mark.parametrize("char", ["\r", "\t", "\\", "\x85", "\u2028", "\u2029", "\ufeff", "\x00", "\x7f"])
+def test_characters_where_the_loaders_may_part_ways_take_the_old_path(char: str) -> None:
+    design = load_design("counter_en_load")
+    text = f"tests:\n- name: t\n  steps:\n  - drive: {{d: 1{char}}}\n  - wait: 1\n"
+    assert planread.Reader(design, CYCLE_LIMIT).read(text) is planread.UNDECIDED
+    assert planread.Reader(design, CYCLE_LIMIT).read(text.replace(char, "")) is not planread.UNDECIDED
 
 
 def test_without_the_extra_everything_takes_the_old_path(monkeypatch: pytest.MonkeyPatch) -> None:
