@@ -165,6 +165,22 @@ def test_combinational_design_settles_without_wait(shipped: dict[str, Design]) -
     assert simulate(comb, without_waits).passed
 
 
+def test_a_combinational_wait_after_a_thousand_settles_still_advances(shipped: dict[str, Design]) -> None:
+    # each drive + expect settles 1 ps; a wait used to compute 1 ns minus the settled time, which
+    # went negative after 1,000 settles (in one test, or in a warm process over tests that never
+    # wait) and failed every evaluation after it with "Timer argument time must be positive"
+    design = shipped["gray_converter"]
+    pairs = "".join(
+        f"      - drive: {{bin_in: {i % 64}}}\n      - expect: {{gray_out: {(i % 64) ^ (i % 64 >> 1)}}}\n"
+        for i in range(1001)
+    )
+    plan = parse_plan(
+        f"tests:\n  - name: t0\n    steps:\n{pairs}      - wait: 1\n      - expect: {{gray_out: 60}}\n"
+    )  # bin_in 40 still driven
+    report = simulate(design, plan)
+    assert report.passed, report.tests
+
+
 def test_icarus_backend_agrees(data_dir: Path) -> None:
     if get_backend("icarus") and not __import__("shutil").which("iverilog"):
         pytest.skip("Icarus Verilog is not installed")
