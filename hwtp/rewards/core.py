@@ -372,6 +372,7 @@ def _pool(mutant_set: MutantSet, set_digest: str, part: int = 0) -> warm.WarmPoo
             workers=config.worker_count(),
             limits=config.limits,
             idle_seconds=config.idle_seconds,
+            budget=warm.budget_for(f"{mutant_set.design.name}:{set_digest}", config.worker_count()),
         )
 
     with _lock:
