@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from hwtp import mutantset
-from hwtp.executors import base as executors_base
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
+from hwtp.executors import base as executors_base
 from hwtp.executors.base import schemata_targets
 from hwtp.mutantset import GOLDEN
 from hwtp.plan import load_plan_file
