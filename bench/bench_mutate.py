@@ -14,7 +14,8 @@
 
 The machine's load average is printed with each part: a loaded machine stretches every time.
 
-Run: python bench/bench_mutate.py [--design fifo_sync] [-n 32] [--standalone 3] [--scale] [--reps 3]
+Run: python bench/bench_mutate.py [--design fifo_sync] [-n 32] [--standalone 3] [--scale | --only-scale]
+[--without-every-site] [--reps 3]
 """
 
 from __future__ import annotations
