@@ -14,13 +14,15 @@
 
 The machine's load average is printed with each part: a loaded machine stretches every time.
 
-Run: python bench/bench_mutate.py [--design fifo_sync] [-n 32] [--standalone 3] [--scale] [--reps 3]
+Run: python bench/bench_mutate.py [--design fifo_sync] [-n 32] [--standalone 3] [--scale | --only-scale]
+[--without-every-site] [--reps 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -127,9 +129,30 @@ def _tree_rss(root: int) -> int:
     return total
 
 
-def _measured(argv: list[str], environ: dict[str, str]) -> tuple[float, int, int, str]:
-    """Wall seconds, peak RSS of the process tree, exit code and last lines of ``argv``."""
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (and theirs)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _pids_cpu(pids: list[int]) -> float:
+    """CPU seconds so far of the running processes ``pids`` (from /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _measured(argv: list[str], environ: dict[str, str]) -> tuple[float, float, int, int, str]:
+    """Wall seconds, CPU seconds of the process tree, its peak RSS, the exit code and the last
+    lines of ``argv``."""
     with tempfile.TemporaryFile("w+") as log:
+        cpu = _children_cpu()
         start = time.perf_counter()
         proc = subprocess.Popen(argv, env=environ, stdout=log, stderr=subprocess.STDOUT)
         peak = 0
@@ -137,24 +160,28 @@ def _measured(argv: list[str], environ: dict[str, str]) -> tuple[float, int, int
             peak = max(peak, _tree_rss(proc.pid))
             time.sleep(0.1)
         seconds = time.perf_counter() - start
+        cpu = _children_cpu() - cpu
         log.seek(0)
         tail = " | ".join(log.read().strip().splitlines()[-2:])
-    return seconds, peak, proc.returncode, tail
+    return seconds, cpu, peak, proc.returncode, tail
 
 
-def _spread(values: list[float], unit: str, scale: float = 1.0) -> str:
+def _spread(values: list[float], unit: str, scale: float = 1.0, digits: int = 1) -> str:
     v = [x / scale for x in values]
-    return f"median {statistics.median(v):.1f} {unit} (range {min(v):.1f}-{max(v):.1f}, {len(v)} reps)"
+    return (
+        f"median {statistics.median(v):.{digits}f} {unit} (range {min(v):.{digits}f}-{max(v):.{digits}f}, "
+        f"{len(v)} reps)"
+    )
 
 
-def scale(reps: int, jobs: int) -> dict[str, Path]:
-    """``hwtp mutate traffic_light`` at scale, cold caches; the mutant folders of the last reps."""
+def scale(reps: int, jobs: int, every_site: bool = True) -> dict[str, Path]:
+    """``hwtp mutate traffic_light`` at scale, cold caches; the mutant folders of the last reps
+    (``every_site``: also ``-n 2000``)."""
     kept: dict[str, Path] = {}
-    for label, args, goal in (
-        ("-n 512 --depth 2", ["-n", "512", "--depth", "2"], (180.0, 4 << 30)),
-        ("-n 2000", ["-n", "2000"], None),
-    ):
+    runs = [("-n 512 --depth 2", ["-n", "512", "--depth", "2"], (180.0, 4 << 30)), ("-n 2000", ["-n", "2000"], None)]
+    for label, args, goal in runs if every_site else runs[:1]:
         times: list[float] = []
+        cpus: list[float] = []
         peaks: list[float] = []
         for rep in range(reps):
             tmp = Path(tempfile.mkdtemp(prefix="hwtp-bench-scale-"))
@@ -170,20 +197,24 @@ def scale(reps: int, jobs: int) -> dict[str, Path]:
                 str(tmp / "mutants"),
             ]
             load = _load()
-            seconds, peak, code, tail = _measured(argv, environ)
-            if code != 0:
-                print(f"  hwtp mutate traffic_light {label}: exit {code}: {tail}")
-                break
+            seconds, cpu, peak, code, tail = _measured(argv, environ)
+            if code != 0:  # e.g. a simulator start-up past its budget on an overloaded machine: the next rep
+                print(f"  rep {rep + 1}: hwtp mutate traffic_light {label}: exit {code} after {seconds:.1f} s: {tail}")
+                continue
             times.append(seconds)
+            cpus.append(cpu)
             peaks.append(peak)
             kept[label] = tmp / "mutants"
             parts = len(schemata_targets(mutantset.load(tmp / "mutants")).targets)
-            print(f"  rep {rep + 1}: {seconds:.1f} s, peak {peak / 2**30:.2f} GB, {parts} schemata builds ({load})")
+            print(
+                f"  rep {rep + 1}: {seconds:.1f} s wall, {cpu:.1f} s CPU, peak {peak / 2**30:.2f} GB, "
+                f"{parts} schemata builds ({load}; after: {_load()})"
+            )
         if not times:
             continue
         print(
-            f"hwtp mutate traffic_light {label} -j {jobs}: {_spread(times, 's')}, "
-            f"peak RSS {_spread(peaks, 'GB', 2**30)}"
+            f"hwtp mutate traffic_light {label} -j {jobs}: wall {_spread(times, 's')}, "
+            f"CPU of the process tree {_spread(cpus, 's')}, peak RSS {_spread(peaks, 'GB', 2**30)}"
         )
         if goal is not None:
             ok = statistics.median(times) <= goal[0] and max(peaks) <= goal[1]
@@ -210,48 +241,59 @@ def scoring_cost(reps: int, jobs: int, large: Path | None) -> None:
         parts = schemata_targets(mutant_set)
         parts.build(jobs)
         for _ in range(reps):
+            cpu = _children_cpu() + time.process_time()
             scores = score(mutant_set, plans, config)
+            cpu = _children_cpu() + time.process_time() - cpu
             per_eval.setdefault(label, []).append(scores.seconds / scores.evaluations * 1000)
+            per_eval.setdefault(f"cpu {label}", []).append(cpu / scores.evaluations * 1000)
         print(
             f"scoring on {len(mutant_set.valid)} mutants ({len(parts.targets)} builds), {scores.evaluations} "
-            f"evaluations per rep: {_spread(per_eval[label], 'ms per evaluation')} ({_load()})"
+            f"evaluations per rep: wall {_spread(per_eval[label], 'ms per evaluation')}, CPU "
+            f"{_spread(per_eval[f'cpu {label}'], 'ms per evaluation')} ({_load()})"
         )
         more = [PlanInput(f"warm{i}", reference) for i in range(32)]
         many = list(prepare(mutant_set, more, config).evaluations.values())
-        warm_ms = _warm_cost(mutant_set, parts, many, reps, jobs)
+        warm_ms, warm_cpu = _warm_cost(mutant_set, parts, many, reps, jobs)
         per_eval.setdefault(f"warm {label}", []).extend(warm_ms)
+        per_eval.setdefault(f"cpu warm {label}", []).extend(warm_cpu)
         print(
-            f"  warm pools (one per build, {jobs} workers each), {len(many)} evaluations per rep: "
-            f"{_spread(warm_ms, 'ms per evaluation')}"
+            f"  warm pools (one per build, {jobs} running at once in all), {len(many)} evaluations per rep: "
+            f"wall {_spread(warm_ms, 'ms per evaluation')}, CPU {_spread(warm_cpu, 'ms per evaluation')}"
         )
-    for how in ("", "warm "):
+    for how in ("", "warm ", "cpu ", "cpu warm "):
         if f"{how}512" not in per_eval:
             continue
         ratios = [b / a for a, b in zip(per_eval[f"{how}32"], per_eval[f"{how}512"], strict=True)]
         ok = 0.8 <= statistics.median(ratios) <= 1.2
         print(
-            f"cost per evaluation, {how or 'hwtp score, '}512 vs 32 mutants: {_spread(ratios, 'x')} (goal 0.8-1.2: "
-            f"{'met' if ok else 'MISSED'})"
+            f"cost per evaluation, {how or 'hwtp score, '}512 vs 32 mutants: {_spread(ratios, 'x', 1, 2)} "
+            f"(goal 0.8-1.2: {'met' if ok else 'MISSED'})"
         )
 
 
 def _warm_cost(
     mutant_set: mutantset.MutantSet, parts: Schemata, evaluations: list[Evaluation], reps: int, jobs: int
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
     """ms per evaluation through warm pools (the reward functions' path), one pool per build,
+    all sharing one budget of ``jobs`` running processes as the reward functions' pools do,
     after one warm-up pass: what a training step pays."""
     builds = parts.build(jobs)
-    pools = [warm.WarmPool(b, mutant_set.design, workers=jobs) for b in builds]
+    budget = warm.Budget(jobs)
+    pools = [warm.WarmPool(b, mutant_set.design, workers=jobs, budget=budget) for b in builds]
     try:
-        out = []
+        out, cpus = [], []
         for rep in range(reps + 1):
+            pids = [pid for pool in pools for pid in pool.pids()]
+            cpu = _pids_cpu(pids) + time.process_time()
             start = time.perf_counter()
             futures = [pools[i].submit(group) for i, group in parts.split(evaluations)]
             for f in futures:
                 f.result()
-            if rep:  # the first pass starts the processes
+            if rep:  # the first pass starts the processes; one started later counts its start-up
                 out.append((time.perf_counter() - start) / len(evaluations) * 1000)
-        return out
+                now = sorted({*pids, *(pid for pool in pools for pid in pool.pids())})
+                cpus.append((_pids_cpu(now) + time.process_time() - cpu) / len(evaluations) * 1000)
+        return out, cpus
     finally:
         for pool in pools:
             pool.close()
@@ -264,6 +306,7 @@ def main() -> None:
     parser.add_argument("--standalone", type=int, default=3)
     parser.add_argument("--scale", action="store_true", help="also part 3 (minutes per repetition)")
     parser.add_argument("--only-scale", action="store_true", help="part 3 only")
+    parser.add_argument("--without-every-site", action="store_true", help="part 3 without its -n 2000 run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("-j", "--jobs", type=int, default=2)
     args = parser.parse_args()
@@ -272,7 +315,7 @@ def main() -> None:
         validation(args.design, args.n, args.standalone)
     if args.scale or args.only_scale:
         print(f"\nschemata at scale ({_load()}):")
-        kept = scale(args.reps, args.jobs)
+        kept = scale(args.reps, args.jobs, every_site=not args.without_every_site)
         scoring_cost(args.reps, args.jobs, kept.get("-n 512 --depth 2"))
 
 

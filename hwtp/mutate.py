@@ -286,7 +286,7 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
     witnesses: dict[str, Plan] = {}
     spares: tuple[Mutant, ...] = ()
     searched: set[str] = set()
-    if oversample:  # the chosen keep the selector values of the candidates' build (no second build)
+    if oversample and _chooses(checked, config):  # the chosen keep the candidates' selector values
         checked, spares, witnesses = _keep_killable_first(design, config, checked)
         searched = {m.id for m in checked if m.status == MutantStatus.VALID}
     level = [m for m in checked if m.status == MutantStatus.VALID]
@@ -317,6 +317,15 @@ def mutate(design: Design, config: MutationConfig) -> MutantSet:
     if config.witness_cycles or config.formal != "off":
         result = classify(result, config, witnesses, searched)
     return result
+
+
+def _chooses(candidates: list[Mutant], config: MutationConfig) -> bool:
+    """Whether killable-first selection has a choice to make: more valid candidates than ``-n``.
+    When every valid candidate is kept anyway (``-n 512`` of a design with 170 sites), classifying
+    them on their own would only build and search them twice: the classification of the final
+    set (its builds, one witness search, the formal check of its unknowns) classifies them alike."""
+    assert config.n is not None
+    return sum(1 for m in candidates if m.status == MutantStatus.VALID) > config.n
 
 
 def _keep_killable_first(

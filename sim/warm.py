@@ -18,6 +18,13 @@ log tail) and the rest go back likewise. A process that never gets ready fails t
 whose evaluations it held with the same error batch mode raises. Idle workers stop after
 ``idle_seconds``; a later call starts them again.
 
+Pools may share one :class:`Budget` (the schemata builds of one mutant set: one pool per build):
+then at most its number of processes run at once across all of them, however many builds the
+set has. A worker holds a share of it from the moment it is handed work (its process's start-up
+included) until it has no evaluation in flight; an idle process holds none (it waits on its
+socket and costs no CPU), so each build keeps its warm processes and the set still runs on
+``workers`` CPUs, as a set of one build does.
+
 :func:`pool_for` keeps at most ``max_pools`` pools by key, retiring the least recently used
 one (it finishes the work it has, then its processes stop); :func:`close_all` stops every pool.
 """
@@ -79,6 +86,38 @@ def _ready(conn: socket.socket, write: bool, timeout: float) -> tuple[bool, bool
     return bool(events & select.POLLIN) or closed, bool(events & select.POLLOUT)
 
 
+class Budget:
+    """How many simulator processes may run at once across the pools that share it."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = max(1, int(slots))
+        self._used = 0
+        self._cond = threading.Condition()
+
+    def acquire(self, timeout: float) -> bool:
+        """Take one share, waiting up to ``timeout`` s for one; whether it was taken."""
+        with self._cond:
+            end = time.monotonic() + timeout
+            while self._used >= self.slots:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            self._used += 1
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            self._used -= 1
+            self._cond.notify()
+
+    @property
+    def used(self) -> int:
+        """Shares taken now (processes with evaluations in flight)."""
+        with self._cond:
+            return self._used
+
+
 class _Ticket:
     """One call's evaluations: their results, routed back to the caller through a future."""
 
@@ -129,6 +168,7 @@ class _Worker:
     def __init__(self, pool: WarmPool, number: int) -> None:
         self.pool = pool
         self.free = True  # has no evaluation in flight (the pool's accounting, under its lock)
+        self.holds = False  # holds a share of the pool's budget (while it has evaluations in flight)
         self.pid: int | None = None  # the simulator's own pid, once ready
         self.proc: subprocess.Popen[Any] | None = None
         self.conn: socket.socket | None = None
@@ -149,6 +189,7 @@ class _Worker:
                     self._loop(inflight)
                 finally:
                     self._stop_process()
+                    self._release()
         except BaseException as exc:  # never leave a caller waiting
             error = exc if isinstance(exc, (HwtpError, procs.Interrupted)) else SimulationError(
                 f"warm simulator worker failed: {type(exc).__name__}: {exc}"
@@ -163,12 +204,16 @@ class _Worker:
         out = bytearray()
         since = time.monotonic()
         while True:
+            if not inflight:
+                self._release()  # nothing in flight: another build's worker may run
             new = pool._take(self, _WINDOW - len(inflight), wait=not inflight)
             if new is None:
                 return  # idle past idle_seconds, or the pool is closing
             if new:
                 idle = not inflight
                 inflight.extend(new)
+                if idle and not self._acquire():
+                    return  # the pool closed while this worker waited for its share
                 for task in new:
                     out += task.line
                 # sent at once (each wait for the GIL counts when the caller's thread is busy)
@@ -210,6 +255,20 @@ class _Worker:
                 self._fault(Ending.TIMEOUT if over and not crashed else Ending.ERROR, inflight)
                 out.clear()  # the rest went back to the queue, for a fresh process
                 since = time.monotonic()
+
+    def _acquire(self) -> bool:
+        """Wait for a share of the pool's budget; False when the pool closes meanwhile."""
+        while not self.pool.budget.acquire(_POLL_S):
+            if self.pool._closed:
+                return False
+            procs.check()
+        self.holds = True
+        return True
+
+    def _release(self) -> None:
+        if self.holds:
+            self.holds = False
+            self.pool.budget.release()
 
     def _send(self, out: bytearray) -> bool:
         """Send what the socket takes of ``out`` now; False when the process has gone."""
@@ -346,7 +405,9 @@ class WarmPool:
 
     ``run`` may be called from many threads at once; each call gets exactly its own results.
     The number of processes is at most ``workers`` and at most one per CPU; they start when
-    work arrives and stop after ``idle_seconds`` without any.
+    work arrives and stop after ``idle_seconds`` without any. ``budget``: shared with other
+    pools (:class:`Budget`), the processes that run at once in all of them; default: this
+    pool's own, of ``workers``.
     """
 
     def __init__(
@@ -356,11 +417,13 @@ class WarmPool:
         workers: int = 1,
         limits: Limits | None = None,
         idle_seconds: float = 300.0,
+        budget: Budget | None = None,
     ) -> None:
         self.build = build
         self.design = design
         self.limits = limits or Limits()
         self.workers = max(1, min(int(workers), os.cpu_count() or 1))
+        self.budget = budget or Budget(self.workers)
         self.idle_seconds = float(idle_seconds)
         self.counters = Counters()
         self._header = json.dumps(Job(design, (), limits=self.limits).as_data())
@@ -530,6 +593,7 @@ _registry_lock = threading.Lock()
 _registry: OrderedDict[str, WarmPool] = OrderedDict()
 _making: dict[str, threading.Lock] = {}
 _all_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+_budgets: dict[tuple[str, int], Budget] = {}  # budget_for: by (key, slots)
 
 
 def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 8) -> WarmPool:
@@ -560,6 +624,13 @@ def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 8) -> Warm
     return pool
 
 
+def budget_for(key: str, slots: int) -> Budget:
+    """The :class:`Budget` of ``slots`` processes shared by the pools of ``key`` (one mutant set's
+    schemata builds), made on first use."""
+    with _registry_lock:
+        return _budgets.setdefault((key, max(1, int(slots))), Budget(slots))
+
+
 def pools() -> dict[str, WarmPool]:
     """The registered pools by key, least recently used first."""
     with _registry_lock:
@@ -571,6 +642,7 @@ def close_all() -> None:
     with _registry_lock:
         _registry.clear()
         _making.clear()
+        _budgets.clear()
     for pool in list(_all_pools):
         pool.close()
 

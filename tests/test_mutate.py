@@ -12,6 +12,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
+from hwtp.executors import base as executors_base
 from hwtp.executors.base import schemata_targets
 from hwtp.mutantset import GOLDEN
 from hwtp.plan import load_plan_file
@@ -376,3 +377,32 @@ def test_token_swaps_that_change_precedence_are_rejected() -> None:
     assert all(m.status == "valid" for (op, _), m in by.items() if op.startswith("arithmetic"))  # same level
     first_or = min((m for m in checked if m.operator == "bitwise.xor_to_or"), key=lambda m: m.col)
     assert first_or.status == "rejected"
+
+
+@pytest.mark.sim
+def test_a_set_that_keeps_every_candidate_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-n`` past the valid candidates (``-n 512`` of a design with fewer sites): killable-first
+    selection has nothing to choose, so the candidates are not classified on their own (their
+    own builds, their own search) before the final set is; the set, its classes and its
+    witnesses are those the selection would have given."""
+    design = load_design("counter_en_load")
+    config = engine.MutationConfig(n=500, depth=2, branching=1, jobs=2)
+    real = executors_base.ensure_generated
+    asked: list[set[str]] = []
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        build = real(*args, **kwargs)
+        asked[-1].add(build.key)
+        return build
+
+    monkeypatch.setattr(executors_base, "ensure_generated", counting)
+    asked.append(set())
+    once = engine.mutate(design, config)
+    monkeypatch.setattr(engine, "_chooses", lambda _candidates, _config: True)  # the selection, forced
+    asked.append(set())
+    selected = engine.mutate(design, config)
+    assert len(once.valid) > 16 and not once.spares and not selected.spares
+    assert once.as_json() == selected.as_json()
+    assert {k: v.tests for k, v in once.witnesses.items()} == {k: v.tests for k, v in selected.witnesses.items()}
+    assert len(schemata_targets(once).targets) == 1
+    assert len(asked[0]) == 1 < len(asked[1])  # the final set's one build; the selection built its candidates too

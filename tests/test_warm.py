@@ -20,7 +20,7 @@ from hwtp.score import ScoreConfig, prepare, run_evaluations, schemata_build
 from hwtp.sim import procs
 from hwtp.sim.job import Evaluation, Limits, compile_plan
 from hwtp.sim.runner import EvalResult
-from hwtp.sim.warm import WarmPool, close_all, pool_for, pools
+from hwtp.sim.warm import Budget, WarmPool, budget_for, close_all, pool_for, pools
 from hwtp.stimulus import StimulusConfig
 
 pytestmark = pytest.mark.sim
@@ -240,3 +240,43 @@ def test_the_registry_is_bounded_and_close_all_leaves_no_process(cases: dict[str
     assert all(gone(pid) for pid in pids)
     assert all(p.closed for p in made)
     assert not procs._live  # every process hwtp started has ended
+
+
+def test_pools_that_share_a_budget_run_no_more_processes_at_once_than_it_has(cases: dict[str, Case]) -> None:
+    """The pools of one mutant set's builds share one budget: a pool whose share is taken starts
+    no process and runs nothing until one is free, then gives batch scoring's results; an idle
+    process keeps no share (the next call of another pool runs at once)."""
+    seq = comb = cases[SEQUENTIAL]  # two pools of one build stand for two builds of one set
+    budget = Budget(1)
+    with seq.pool(workers=2, budget=budget) as first, comb.pool(workers=2, budget=budget) as second:
+        assert lines(first.run(seq.evaluations)) == lines(seq.reference)
+        assert budget.used == 0 and first.pids()  # its process stays warm, holding no share
+        assert budget.acquire(1.0)  # another build's worker runs
+        waiting = second.submit(comb.evaluations)
+        time.sleep(1.0)
+        assert not waiting.done() and second.stats()["processes"] == 0
+        budget.release()
+        assert lines(waiting.result(60)) == lines(comb.reference)
+        futures = [first.submit(seq.evaluations), second.submit(comb.evaluations)]  # both at once
+        most = 0
+        while not all(f.done() for f in futures):
+            most = max(most, budget.used)
+            time.sleep(0.001)
+        assert lines(futures[0].result()) == lines(seq.reference)
+        assert lines(futures[1].result()) == lines(comb.reference)
+        assert most <= 1 and budget.used == 0
+
+
+def test_a_pool_closed_while_waiting_for_its_share_fails_its_call(cases: dict[str, Case]) -> None:
+    case = cases[COMBINATIONAL]
+    budget = Budget(1)
+    assert budget.acquire(1.0)
+    pool = case.pool(budget=budget)
+    waiting = pool.submit(case.evaluations)
+    time.sleep(0.3)
+    pool.close()
+    with pytest.raises(SimulationError, match="closed"):
+        waiting.result(10)
+    assert pool.stats()["processes"] == 0
+    budget.release()
+    assert budget_for("set", 2) is budget_for("set", 2) is not budget_for("other", 2)

@@ -200,7 +200,7 @@ def configure(
     reference: str | Path | None = None,
 ) -> Settings:
     """Set where mutant sets are found (``states``: run folders or ``hwtp mutate`` output
-    folders; default ``$HWTP_STATES``), simulator processes per warm pool, reward levels
+    folders; default ``$HWTP_STATES``), simulator processes per set (its builds' pools share them), reward levels
     (default ``hwtp score``'s 0,1,2), evaluation limits and simulator, and where simulations
     run (``executor``: ``local`` or ``ray``, on the cluster at ``ray_address`` or the one this
     process belongs to; ``ray_cpus`` per actor, ``ray_chunk`` evaluations per actor call), and
@@ -372,6 +372,7 @@ def _pool(mutant_set: MutantSet, set_digest: str, part: int = 0) -> warm.WarmPoo
             workers=config.worker_count(),
             limits=config.limits,
             idle_seconds=config.idle_seconds,
+            budget=warm.budget_for(f"{mutant_set.design.name}:{set_digest}", config.worker_count()),
         )
 
     with _lock:
