@@ -141,8 +141,9 @@ def warm_pool(ctx: Context) -> Scorer:
             prepared = prepare(mutant_set, _plans(items[k : k + _CHUNK]), config)
             pending.append((prepared, pool.submit(list(prepared.evaluations.values()))))
         middle = time.perf_counter()
-        rewards: list[float | None] = [r.reward for prepared, future in pending
-                   for r in assemble(prepared, future.result(), config.rewards)]
+        rewards: list[float | None] = [
+            r.reward for prepared, future in pending for r in assemble(prepared, future.result(), config.rewards)
+        ]
         parts["parse, compile (simulating meanwhile)"] += middle - start
         parts["wait for the rest"] += time.perf_counter() - middle
         return rewards
@@ -162,7 +163,9 @@ def serve(ctx: Context) -> Scorer:
     """``hwtp serve`` over HTTP (``POST /reward``, OpenRLHF's shape), a process of its own."""
     proc = subprocess.Popen(
         [HWTP, "serve", str(ctx.folder), "--port", "0", "--workers", str(ctx.workers)],
-        stdout=subprocess.PIPE, text=True, cwd=ctx.folder.parent,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ctx.folder.parent,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -365,8 +368,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="hwtp-bench-rewards-") as tmp:
         folder = Path(tmp) / "mutants"
-        result = engine.mutate(load_design(args.design), engine.MutationConfig(n=args.mutants, seed=0,
-                                                                                jobs=args.workers))
+        result = engine.mutate(
+            load_design(args.design), engine.MutationConfig(n=args.mutants, seed=0, jobs=args.workers)
+        )
         mutantset.write(result, folder)
         ctx = Context(mutantset.load(folder), folder, args.workers)
         schemata_build(ctx.mutant_set)  # cached before anything is timed
@@ -398,8 +402,9 @@ def main() -> None:
                 for name, run, chunks in timed:
                     calls = [functools.partial(run, c) for c in chunks]
                     _timed(calls, len(chunks) * len(chunks[0]), ctx.pids.get(name), rows[name])
-            read = reading_ms(ctx.mutant_set, [items[i % len(items)] for i in range(args.batch * args.batches)],
-                              args.reps)
+            read = reading_ms(
+                ctx.mutant_set, [items[i % len(items)] for i in range(args.batch * args.batches)], args.reps
+            )
         finally:
             for close in ctx.closers:
                 close()
@@ -412,23 +417,33 @@ def main() -> None:
         if m.rewards[:checked] != base.rewards[:checked]:
             raise SystemExit(f"{name}: rewards differ from the baseline's on the same completions")
     design = ctx.mutant_set.design.name
-    print(f"\n{design}: {len(ctx.mutant_set.states)} mutant states + golden, {args.workers} workers, "
-          f"{os.cpu_count()} CPUs; rewards equal the baseline's on {checked} completions\n")
-    print("| scorer | p50 ms (1 completion) | p99 ms | rewards/s (batches) | p50 speed-up | throughput ratio "
-          "| host CPU ms/completion | simulators' CPU ms/completion |")
+    print(
+        f"\n{design}: {len(ctx.mutant_set.states)} mutant states + golden, {args.workers} workers, "
+        f"{os.cpu_count()} CPUs; rewards equal the baseline's on {checked} completions\n"
+    )
+    print(
+        "| scorer | p50 ms (1 completion) | p99 ms | rewards/s (batches) | p50 speed-up | throughput ratio "
+        "| host CPU ms/completion | simulators' CPU ms/completion |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     base_p50 = statistics.median(base.single_ms)
     for name, m in rows.items():
         p50, p99 = statistics.median(m.single_ms), percentile(m.single_ms, 99)
         size = f" (batch of {m.batch_size})" if m.batch_size != args.batch else ""
         rate = _spread(m.rates, 2 if m.batch_rate < 10 else 0)
-        print(f"| {name} | {p50:.1f} | {p99:.1f} | {rate}{size} | {base_p50 / p50:.0f}x "
-              f"| {m.batch_rate / base.batch_rate:.0f}x | {_spread(m.host_ms, 3)} | {_spread(m.sim_ms, 3)} |")
-    print(f"\nbaseline measured on {len(base.single_ms)} single calls and one batch of {base.batch_size} "
-          f"(one completion per call: its rate does not depend on the batch size); batches of the others: "
-          f"{args.reps} repetitions of {args.batches} x {args.batch}, median (range)")
-    print(f"load average (1, 5, 15 min): before {', '.join(f'{x:.1f}' for x in load_before)}; "
-          f"after {', '.join(f'{x:.1f}' for x in load_after)}; {os.cpu_count()} CPUs")
+        print(
+            f"| {name} | {p50:.1f} | {p99:.1f} | {rate}{size} | {base_p50 / p50:.0f}x "
+            f"| {m.batch_rate / base.batch_rate:.0f}x | {_spread(m.host_ms, 3)} | {_spread(m.sim_ms, 3)} |"
+        )
+    print(
+        f"\nbaseline measured on {len(base.single_ms)} single calls and one batch of {base.batch_size} "
+        f"(one completion per call: its rate does not depend on the batch size); batches of the others: "
+        f"{args.reps} repetitions of {args.batches} x {args.batch}, median (range)"
+    )
+    print(
+        f"load average (1, 5, 15 min): before {', '.join(f'{x:.1f}' for x in load_before)}; "
+        f"after {', '.join(f'{x:.1f}' for x in load_after)}; {os.cpu_count()} CPUs"
+    )
     for name, parts in ctx.parts.items():
         total = sum(parts.values()) or 1.0
         shares = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in parts.items())
@@ -438,28 +453,39 @@ def main() -> None:
     warm_row = rows.get("hwtp warm pool (Python API)")
     if warm_row:
         p50 = statistics.median(warm_row.single_ms)
-        print(f"goal: warm p50 {p50:.1f} ms <= 20 ms: {'met' if p50 <= 20 else 'NOT met'}; "
-              f">= 50x baseline: {'met' if base_p50 / p50 >= 50 else 'NOT met'} ({base_p50 / p50:.0f}x)")
+        print(
+            f"goal: warm p50 {p50:.1f} ms <= 20 ms: {'met' if p50 <= 20 else 'NOT met'}; "
+            f">= 50x baseline: {'met' if base_p50 / p50 >= 50 else 'NOT met'} ({base_p50 / p50:.0f}x)"
+        )
     api, alone = rows.get("hwtp.rewards.score_completions"), rows.get(SIMULATION_ONLY)
     if api and api.host_ms:
         host, sim = statistics.median(api.host_ms), statistics.median(api.sim_ms)
-        print(f"goal: host CPU per completion {host:.3f} ms <= the simulators' {sim:.3f} ms: "
-              f"{'met' if host <= sim else 'NOT met'} ({host / sim:.2f}x)")
-        print(f"score_completions: host CPU per completion {_spread(api.host_ms, 3)} ms, of which reading the "
-              f"plans (response, planread.Reader, plan id; measured alone on the same completions) "
-              f"{_spread(read, 3)} ms and full garbage collections {_spread(api.gc_ms, 3)} ms")
+        print(
+            f"goal: host CPU per completion {host:.3f} ms <= the simulators' {sim:.3f} ms: "
+            f"{'met' if host <= sim else 'NOT met'} ({host / sim:.2f}x)"
+        )
+        print(
+            f"score_completions: host CPU per completion {_spread(api.host_ms, 3)} ms, of which reading the "
+            f"plans (response, planread.Reader, plan id; measured alone on the same completions) "
+            f"{_spread(read, 3)} ms and full garbage collections {_spread(api.gc_ms, 3)} ms"
+        )
     for name, m in rows.items():
         if m.gc_ms and name != "hwtp.rewards.score_completions":
             print(f"{name}: full garbage collections {_spread(m.gc_ms, 3)} ms of host CPU per completion")
     if api and alone:
         share = [a / w for a, w in zip(api.rates, alone.rates, strict=True)]
-        print(f"goal: score_completions >= 80% of the workers-alone rate: "
-              f"{'met' if statistics.median(share) >= 0.8 else 'NOT met'} ({_spread([100 * x for x in share])}%, "
-              f"repetitions paired in order)")
+        print(
+            f"goal: score_completions >= 80% of the workers-alone rate: "
+            f"{'met' if statistics.median(share) >= 0.8 else 'NOT met'} ({_spread([100 * x for x in share])}%, "
+            f"repetitions paired in order)"
+        )
     if api:
-        print(f"goal: >= 1,000 rewards/s on 2 idle cores: {'met' if api.batch_rate >= 1000 else 'NOT met'} "
-              f"({api.batch_rate:.0f}/s at load {load_before[0]:.1f}"
-              f"{'; the machine was not idle' if load_before[0] > 0.5 else ''})")
+        print(
+            f"goal: >= 1,000 rewards/s on 2 idle cores: {'met' if api.batch_rate >= 1000 else 'NOT met'} "
+            f"({api.batch_rate:.0f}/s at load {load_before[0]:.1f}"
+            f"{'; the machine was not idle' if load_before[0] > 0.5 else ''})"
+        )
+
 
 if __name__ == "__main__":
     main()
