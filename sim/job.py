@@ -22,6 +22,7 @@ Bump the version on any change a harness of another version would misread.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,31 @@ def encode_line(data: Any) -> bytes:
         except TypeError:  # an integer wider than 64 bits
             pass
     return (json.dumps(data, separators=(",", ":")) + "\n").encode()
+
+
+def encode_lines(evaluations: Sequence[Evaluation]) -> list[bytes]:
+    """The socket lines of ``evaluations``, each the bytes :func:`encode_line` writes of its
+    entry; the tests that several evaluations share (a plan's golden run and its state's, the
+    same ops object) are written once and spliced into each line."""
+    if orjson is None:
+        return [encode_line(ev.as_job_entry()) for ev in evaluations]
+    written: dict[int, bytes] = {}
+    lines = []
+    for ev in evaluations:
+        tests = written.get(id(ev.tests))
+        if tests is None:
+            try:
+                tests = written[id(ev.tests)] = orjson.dumps(list(ev.tests))
+            except TypeError:  # an integer wider than 64 bits: encode_line's fallback
+                lines.append(encode_line(ev.as_job_entry()))
+                continue
+        head = b'{"id":%b,"mutant":%d,"stop_on_fail":%b,"tests":' % (
+            orjson.dumps(ev.id),
+            ev.mutant,
+            b"true" if ev.stop_on_fail else b"false",
+        )
+        lines.append(head + tests + (b',"observe":true}\n' if ev.observe else b"}\n"))
+    return lines
 
 
 def decode_line(line: bytes) -> Any:

@@ -52,7 +52,7 @@ from hwtp import env
 from hwtp.errors import HwtpError, SimulationError
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
-from hwtp.sim.job import Evaluation, Job, Limits, decode_line, encode_line
+from hwtp.sim.job import Evaluation, Job, Limits, decode_line, encode_lines
 from hwtp.sim.runner import (
     Counters,
     Ending,
@@ -453,14 +453,14 @@ class WarmPool:
         for ev in evaluations:
             unique.setdefault(ev.id, ev)  # one run per id, as run_evaluations' result dict
         ticket = _Ticket(list(unique))
-        tasks = []
+        runs = []
         for ev in unique.values():
             refused = over_cycle_limit(ev, self.limits)
             if refused:
                 ticket.put(refused)
             else:
-                line = encode_line(ev.as_job_entry())
-                tasks.append(_Task(ev, ticket, line))
+                runs.append(ev)
+        tasks = [_Task(ev, ticket, line) for ev, line in zip(runs, encode_lines(runs), strict=True)]
         if tasks:
             with self._cond:
                 if self._closed:

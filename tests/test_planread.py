@@ -419,3 +419,25 @@ def test_other_output_written_during_a_parse_is_forwarded(
     with pytest.raises(RuntimeError):
         planread._parse(b"tests: [\n")
     assert capfd.readouterr().err == "another thread's line\n"
+
+
+def test_socket_lines_with_shared_tests_are_the_bytes_of_each_entry() -> None:
+    from hwtp.sim.job import Evaluation, encode_line, encode_lines
+
+    design = load_design("counter_en_load")
+    reader = planread.Reader(design, CYCLE_LIMIT)
+    rng = random.Random(5)
+    ops = []
+    while len(ops) < 20:
+        read = reader.read(completion(rng, design))
+        if isinstance(read, tuple):
+            ops.append(read[1])
+    wide = ({"name": "t", "ops": [["d", [["d", 1 << 70]], 1]]},)  # past 64 bits: the plain JSON writer
+    evaluations = [
+        Evaluation(f"p{k}@{state}", tests, mutant, stop_on_fail=k % 3 != 0, cycles=5, observe=k % 4 == 0)
+        for k, tests in enumerate([*ops, wide])
+        for state, mutant in (("golden", 0), ("m0003", 3))  # golden and a state share one tests object
+    ]
+    lines = encode_lines(evaluations)
+    assert lines == [encode_line(ev.as_job_entry()) for ev in evaluations]
+    assert [json.loads(line) for line in lines] == [json.loads(json.dumps(ev.as_job_entry())) for ev in evaluations]
