@@ -4,9 +4,13 @@ several cycles, and what the checker cannot handle reported ``unknown`` with its
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -228,3 +232,75 @@ def test_the_formal_extra_resolves_what_debians_yosys_resolves(tmp_path: Path, m
     assert wheel == debian
     assert wheel["comb"] == {"m0001": MutantClass.EQUIVALENT, "m0002": MutantClass.KILLABLE}
     assert wheel["seq"] == {"m0001": MutantClass.KILLABLE, "m0002": MutantClass.EQUIVALENT}
+
+
+# -- limits in CPU seconds, with a wall-clock backstop ------------------------------------------
+
+
+def _stand_in(tmp_path: Path, body: str) -> str:
+    """An executable that prints one mutant's marker, runs ``body`` and closes it, as a check
+    script's Yosys does (it ignores the arguments)."""
+    exe = tmp_path / "stand-in"
+    exe.write_text(f"#!{sys.executable}\nimport time\nprint('HWTP_BEGIN a', flush=True)\n{body}\n"
+                   "print('HWTP_BEGIN end', flush=True)\n")
+    exe.chmod(0o755)
+    (tmp_path / "check.ys").write_text("")
+    return str(exe)
+
+
+@contextlib.contextmanager
+def _burners(n: int = 2) -> Iterator[None]:
+    """``n`` CPU-bound processes beside the test (as many as the machine's cores here)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_process_that_sleeps_past_the_cpu_limit_is_not_stopped_at_it(tmp_path: Path) -> None:
+    exe = _stand_in(tmp_path, "time.sleep(2.0)")
+    run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.5, cwd=tmp_path)
+    assert run.finished == ["a"] and run.stopped is None and run.overrun is None, run
+    assert run.seconds["a"] < 0.5  # two wall-clock seconds, almost no CPU
+
+
+def test_a_stuck_process_is_stopped_by_the_wall_clock_backstop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 2.0)  # backstop: 10 x 0.2 + 2 = 4 s
+    exe = _stand_in(tmp_path, "time.sleep(600)")
+    start = time.monotonic()
+    run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.2, cwd=tmp_path)
+    assert run.stopped == "a" and run.overrun == yosys.Overrun.WALL, run
+    assert time.monotonic() - start >= yosys.backstop(0.2)  # not at the 0.2 s CPU limit
+    assert "wall-clock backstop of 4 s" in yosys.limit_reason(run.overrun, 0.2)
+
+
+def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(tmp_path: Path) -> None:
+    exe = _stand_in(tmp_path, "while True: pass")
+    with _burners():
+        run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 1.0, cwd=tmp_path)
+    assert run.stopped == "a" and run.overrun == yosys.Overrun.CPU, run
+    assert 1.0 <= run.seconds["a"] < 2.0, run.seconds
+    assert yosys.limit_reason(run.overrun, 1.0) == "time limit of 1 CPU s"
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_the_classifier_gives_the_same_verdicts_beside_a_cpu_burner(tmp_path: Path) -> None:
+    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
+    seq = _set(tmp_path, SEQ, "seq", [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
+               clock=Clock("clk"), reset=Reset("rst", "high", 2))
+    config = FormalConfig(bounds=Bounds(depth=12, timeout_s=5))
+
+    def verdicts() -> dict[str, tuple[MutantClass, str]]:
+        return {f"{name}/{k}": (v.klass, str(v.proof["method"])) for name, s in (("comb", comb), ("seq", seq))
+                for k, v in check(s, s.mutants, config).items()}
+
+    alone = verdicts()
+    with _burners():
+        loaded = verdicts()
+    assert loaded == alone
+    assert alone == {"comb/m0001": (MutantClass.EQUIVALENT, "sat"), "comb/m0002": (MutantClass.KILLABLE, "bmc"),
+                     "seq/m0001": (MutantClass.KILLABLE, "bmc"), "seq/m0002": (MutantClass.EQUIVALENT, "k-induction")}

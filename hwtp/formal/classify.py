@@ -12,8 +12,6 @@ nothing about the plans hwtp scores.
 from __future__ import annotations
 
 import logging
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +35,9 @@ class FormalConfig:
 
     bounds: miter.Bounds = field(default_factory=miter.Bounds)
     jobs: int = 1
-    eval_s: float = 3.0  # wall-clock s per replay evaluation
+    # wall-clock s per replay evaluation: a backstop (a counterexample of a few dozen cycles
+    # simulates in milliseconds), so a loaded machine does not turn a replay into "not reproduced"
+    eval_s: float = 30.0
     build: BuildOptions = NO_OPTIONS
     pdr: bool = True  # ABC pdr on clocked mutants left with a bounded proof only (when ABC is installed)
 
@@ -92,8 +92,14 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             # one mutant's schemata can stop Yosys for all (a guard around an asynchronous
             # reset's `if` hides it from proc): find which, alone, and check the others; those
             # go from their standalone sources
-            alone = {m.id: _prepare(exe, design, _write(mutant_set, [m], root, f"solo/{m.id}"), root, config)[0]
-                     for m in checkable} if len(checkable) > 1 else {checkable[0].id: problem}
+            alone = (
+                {
+                    m.id: _prepare(exe, design, _write(mutant_set, [m], root, f"solo/{m.id}"), root, config)[0]
+                    for m in checkable
+                }
+                if len(checkable) > 1
+                else {checkable[0].id: problem}
+            )
             failed = [m for m in checkable if alone[m.id]]
             checkable = [m for m in checkable if not alone[m.id]]
             if checkable:
@@ -113,13 +119,18 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         for m in failed:  # each from its standalone source, in its own invocation
             script = root / f"standalone-{m.id}.ys"
             mutant = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
-            script.write_text(miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs",
-                                                      config.build), encoding="utf-8")
+            script.write_text(
+                miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs", config.build),
+                encoding="utf-8",
+            )
             run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
             seconds.update(run.seconds)
             if run.stopped is not None or run.error:
-                stopped[m.id] = (f"time limit of {config.bounds.timeout_s:g} s" if run.timed_out
-                                 else f"Yosys (standalone mutant): {run.error}")
+                stopped[m.id] = (
+                    yosys.limit_reason(run.overrun, config.bounds.timeout_s)
+                    if run.overrun
+                    else f"Yosys (standalone mutant): {run.error}"
+                )
         checkable = [*checkable, *failed]
         while pending:
             script = root / "check.ys"
@@ -131,11 +142,13 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             seconds.update(run.seconds)
             done = set(run.finished)
             if run.stopped is None and run.error and not done:
-                return {**out, **{m.id: _unknown(f"Yosys cannot read the design: {run.error}", tool=tool)
-                                  for m in checkable}}
+                return {
+                    **out,
+                    **{m.id: _unknown(f"Yosys cannot read the design: {run.error}", tool=tool) for m in checkable},
+                }
             if run.stopped is not None:
                 stopped[run.stopped] = (
-                    f"time limit of {config.bounds.timeout_s:g} s" if run.timed_out else f"Yosys: {run.error}"
+                    yosys.limit_reason(run.overrun, config.bounds.timeout_s) if run.overrun else f"Yosys: {run.error}"
                 )
                 done.add(run.stopped)
             pending = [p for p in pending if p[0] not in done]
@@ -161,8 +174,9 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
             mine = {mid: given for mid, given in stimuli.items() if given[1] in part.indices}
             if mine:
-                confirmed.update(replay(design, part.sources, mine, WitnessConfig(jobs=config.jobs,
-                                                                                  eval_s=config.eval_s)))
+                confirmed.update(
+                    replay(design, part.sources, mine, WitnessConfig(jobs=config.jobs, eval_s=config.eval_s))
+                )
         for mid in stimuli:
             if mid in confirmed:
                 out[mid] = Verdict(MutantClass.KILLABLE, out[mid].proof, confirmed[mid])
@@ -177,27 +191,43 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
     return out
 
 
-def _pdr_bounded(exe: str, design: Design, mutants: Sequence[Mutant], files: Sequence[str], selectors: Sequence[str],
-                 root: Path, config: FormalConfig, out: dict[str, Verdict]) -> None:
+def _pdr_bounded(
+    exe: str,
+    design: Design,
+    mutants: Sequence[Mutant],
+    files: Sequence[str],
+    selectors: Sequence[str],
+    root: Path,
+    config: FormalConfig,
+    out: dict[str, Verdict],
+) -> None:
     """ABC's ``pdr`` on the clocked mutants with a bounded proof only (no counterexample within
     the depth, induction did not close or a register differs from golden's): an unbounded
     engine that finds its own strengthening. A proof makes them ``equivalent`` (method ``pdr``);
     anything else leaves the verdict as it was. Skipped when ABC is not installed."""
     abc = yosys.find_abc(exe)
-    todo = [m for m in mutants if out[m.id].klass == MutantClass.UNKNOWN and out[m.id].proof.get("method") == "bmc"
-            and "bounded proof" in str(out[m.id].proof.get("reason", ""))]
+    todo = [
+        m
+        for m in mutants
+        if out[m.id].klass == MutantClass.UNKNOWN
+        and out[m.id].proof.get("method") == "bmc"
+        and "bounded proof" in str(out[m.id].proof.get("reason", ""))
+    ]
     if abc is None or not config.pdr or design.clock is None or not todo:
         return
     for m in todo:
-        start = time.monotonic()
         script = root / f"pdr-{m.id}.ys"
-        script.write_text(miter.aiger_script(design, files, selectors, m.index, f"pdr-{m.id}.aig", config.build),
-                          encoding="utf-8")
-        if yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root):
+        script.write_text(
+            miter.aiger_script(design, files, selectors, m.index, f"pdr-{m.id}.aig", config.build), encoding="utf-8"
+        )
+        proved, used = yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root)
+        if proved:
             proof = {k: v for k, v in out[m.id].proof.items() if k not in ("method", "reason", "depth")}
-            seconds = float(proof.get("seconds", 0.0)) + time.monotonic() - start
-            out[m.id] = Verdict(MutantClass.EQUIVALENT, {**proof, "method": "pdr", "bmc_depth": config.bounds.depth,
-                                                         "seconds": round(seconds, 3)})
+            seconds = float(proof.get("seconds", 0.0)) + used
+            out[m.id] = Verdict(
+                MutantClass.EQUIVALENT,
+                {**proof, "method": "pdr", "bmc_depth": config.bounds.depth, "seconds": round(seconds, 3)},
+            )
 
 
 def _no_counterexample(
@@ -205,7 +235,11 @@ def _no_counterexample(
 ) -> Verdict:
     depth = config.bounds.depth
     if bmc.outcome == Outcome.TIMEOUT:
-        return _unknown(f"the bounded check hit the SAT time limit of {config.bounds.timeout_s:g} s", **base)
+        return _unknown(
+            f"the bounded check hit Yosys' SAT time limit (the wall-clock backstop of "
+            f"{yosys.backstop(config.bounds.timeout_s):g} s)",
+            **base,
+        )
     if bmc.outcome != Outcome.PROVED:
         return _unknown("Yosys gave no verdict for the bounded check", **base)
     if not clocked:
@@ -218,7 +252,8 @@ def _no_counterexample(
     reasons = {
         Outcome.FAILED: "but a register differs from golden's, so induction over matched registers does not apply",
         Outcome.OPEN: f"and induction did not close within {config.bounds.induction} steps",
-        Outcome.TIMEOUT: f"and induction hit the SAT time limit of {config.bounds.timeout_s:g} s",
+        Outcome.TIMEOUT: f"and induction hit Yosys' SAT time limit (the wall-clock backstop of "
+        f"{yosys.backstop(config.bounds.timeout_s):g} s)",
         Outcome.NONE: "and Yosys gave no verdict for induction",
     }
     return _unknown(bounded + reasons[ind.outcome], method="bmc", depth=depth, **base)
@@ -246,24 +281,19 @@ def _text(path: Path) -> str:
 _UNREADABLE = "Yosys cannot read the design: "
 
 
-def _prepare(
-    exe: str, design: Any, files: list[str], root: Path, config: FormalConfig
-) -> tuple[str | None, list[str]]:
+def _prepare(exe: str, design: Any, files: list[str], root: Path, config: FormalConfig) -> tuple[str | None, list[str]]:
     """(why the checker cannot handle the design, or None; the selector wires)."""
     script = root / "prepare.ys"
     listing = "prepare"
     script.write_text(miter.prepare_script(design, files, listing, config.build), encoding="utf-8")
-    started = time.monotonic()
-    try:
-        done = procs.run(yosys.command(exe, script, root), timeout=max(60.0, config.bounds.timeout_s),
-                         capture_output=True, text=True, cwd=root)
-    except subprocess.TimeoutExpired:  # the group is already killed
-        return f"Yosys did not elaborate the design within {time.monotonic() - started:.0f} s", []
+    limit = max(60.0, config.bounds.timeout_s)
+    done, _, overrun = yosys.run_limited(yosys.command(exe, script, root), limit, cwd=root)
+    if done is None:  # the group is already killed
+        return f"Yosys did not elaborate the design within its {yosys.limit_reason(overrun, limit)}", []
     if done.returncode:
         errors = [line for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.startswith("ERROR")]
         return f"{_UNREADABLE}{(errors or ['exit status ' + str(done.returncode)])[-1]}", []
-    selectors = [line.split("/", 1)[1].strip() for line in _text(root / "prepare.sel").splitlines()
-                 if "/" in line]
+    selectors = [line.split("/", 1)[1].strip() for line in _text(root / "prepare.sel").splitlines() if "/" in line]
     if _text(root / "prepare.neg").strip():
         return "flip-flops on the falling clock edge: the checker models one rising edge per step", []
     if not selectors:

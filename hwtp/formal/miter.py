@@ -31,10 +31,12 @@ A combinational design (no clock) needs one SAT call, which is a complete proof.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hwtp.design import Design, SourceFile
+from hwtp.formal.yosys import backstop
 from hwtp.mutantset import Mutant, MutantSet
 from hwtp.mutators.schemata import SELECTOR, render, selector_declaration
 from hwtp.rtl import module_body_offsets
@@ -53,7 +55,7 @@ class Bounds:
 
     depth: int = 20  # bounded-model-check steps (clock cycles) from power-on
     induction: int = 8  # longest k-induction tried
-    timeout_s: float = 10.0  # per mutant (Yosys' -timeout per SAT call; the host kills beyond it)
+    timeout_s: float = 10.0  # CPU s per mutant (the host kills beyond it; hwtp.formal.yosys)
 
 
 def unsupported(mutant: Mutant) -> str | None:
@@ -178,7 +180,8 @@ def standalone_script(
 
 def _checks(design: Design, tag: str, bounds: Bounds, logs: str) -> list[str]:
     """The bounded check and the induction of one mutant, on modules GOLD and MUT."""
-    timeout = max(1, int(bounds.timeout_s))
+    # sat -timeout is an alarm on the wall clock: it gets the backstop, the host counts the CPU limit
+    timeout = math.ceil(backstop(bounds.timeout_s))
     clocked = design.clock is not None
     # x and undriven bits are 0 (as Verilator's --x-assign 0) before anything folds them
     # (opt_expr -full would pick a mux's other input for an x); then the other mutants'
