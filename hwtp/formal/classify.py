@@ -12,7 +12,7 @@ nothing about the plans hwtp scores.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,9 +116,10 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         logs = root / "logs"
         logs.mkdir()
         golden = _write_sources(design.sources, root, "golden") if failed else []
+        standalone: dict[str, list[str]] = {}
         for m in failed:  # each from its standalone source, in its own invocation
             script = root / f"standalone-{m.id}.ys"
-            mutant = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
+            mutant = standalone[m.id] = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
             script.write_text(
                 miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs", config.build),
                 encoding="utf-8",
@@ -167,8 +168,13 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                 out[m.id] = Verdict(MutantClass.KILLABLE, {"method": "bmc", "depth": verdict.steps - skip, **base})
             else:
                 out[m.id] = _no_counterexample(design.clock is not None, verdict, logs / f"{m.id}.ind", base, config)
-        in_schemata = [m for m in checkable if m not in failed]
-        _pdr_bounded(exe, design, in_schemata, files, selectors, root, config, out)
+
+        def aiger(m: Mutant, name: str) -> str:
+            if m.id in standalone:
+                return miter.standalone_aiger_script(design, golden, standalone[m.id], name, config.build)
+            return miter.aiger_script(design, files, selectors, m.index, name, config.build)
+
+        _pdr_stage(exe, design, checkable, aiger, root, config, out)
     if stimuli:
         confirmed: dict[str, Plan] = {}
         for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
@@ -191,43 +197,46 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
     return out
 
 
-def _pdr_bounded(
+def _pdr_worth(verdict: Verdict, limit_s: float) -> bool:
+    """Whether ``pdr`` may settle an unknown verdict: a bounded proof only (no counterexample
+    within the depth, and induction did not close or a register differs from golden's), or
+    the bounded check and induction stopped by their CPU limit."""
+    reason = str(verdict.proof.get("reason", ""))
+    return verdict.klass == MutantClass.UNKNOWN and (
+        (verdict.proof.get("method") == "bmc" and "bounded proof" in reason)
+        or reason == yosys.limit_reason(yosys.Overrun.CPU, limit_s)
+    )
+
+
+def _pdr_stage(
     exe: str,
     design: Design,
     mutants: Sequence[Mutant],
-    files: Sequence[str],
-    selectors: Sequence[str],
+    aiger: Callable[[Mutant, str], str],
     root: Path,
     config: FormalConfig,
     out: dict[str, Verdict],
 ) -> None:
-    """ABC's ``pdr`` on the clocked mutants with a bounded proof only (no counterexample within
-    the depth, induction did not close or a register differs from golden's): an unbounded
-    engine that finds its own strengthening. A proof makes them ``equivalent`` (method ``pdr``);
-    anything else leaves the verdict as it was. Skipped when ABC is not installed."""
+    """ABC's ``pdr`` on the clocked mutants :func:`_pdr_worth` it, each within its own CPU
+    limit: an unbounded engine that finds its own strengthening, on the miter whose start is
+    the power-on reset (``aiger(mutant, file)``: the script that writes it). A proof makes them
+    ``equivalent`` (method ``pdr``); anything else leaves the verdict as it was. Skipped when
+    ABC is not installed."""
     abc = yosys.find_abc(exe)
-    todo = [
-        m
-        for m in mutants
-        if out[m.id].klass == MutantClass.UNKNOWN
-        and out[m.id].proof.get("method") == "bmc"
-        and "bounded proof" in str(out[m.id].proof.get("reason", ""))
-    ]
+    todo = [m for m in mutants if _pdr_worth(out[m.id], config.bounds.timeout_s)]
     if abc is None or not config.pdr or design.clock is None or not todo:
         return
     for m in todo:
         script = root / f"pdr-{m.id}.ys"
-        script.write_text(
-            miter.aiger_script(design, files, selectors, m.index, f"pdr-{m.id}.aig", config.build), encoding="utf-8"
-        )
+        script.write_text(aiger(m, f"pdr-{m.id}.aig"), encoding="utf-8")
         proved, used = yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root)
         if proved:
-            proof = {k: v for k, v in out[m.id].proof.items() if k not in ("method", "reason", "depth")}
+            before = out[m.id].proof
+            proof = {k: v for k, v in before.items() if k not in ("method", "reason", "depth")}
+            if before.get("method") == "bmc":
+                proof["bmc_depth"] = config.bounds.depth
             seconds = float(proof.get("seconds", 0.0)) + used
-            out[m.id] = Verdict(
-                MutantClass.EQUIVALENT,
-                {**proof, "method": "pdr", "bmc_depth": config.bounds.depth, "seconds": round(seconds, 3)},
-            )
+            out[m.id] = Verdict(MutantClass.EQUIVALENT, {**proof, "method": "pdr", "seconds": round(seconds, 3)})
 
 
 def _no_counterexample(

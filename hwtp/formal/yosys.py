@@ -99,21 +99,33 @@ def limit_reason(overrun: Overrun | None, limit_s: float) -> str:
 
 class Clock:
     """CPU seconds a process has used since a mark (wall-clock seconds without ``/proc``), and
-    the wall-clock seconds since it."""
+    the wall-clock seconds since it. Once the process has gone its last reading stands (a
+    reading is at most one poll old)."""
 
     def __init__(self, proc: subprocess.Popen[Any]) -> None:
         self.proc = proc
+        self.wall_only = procs.cpu_seconds(proc) is None and proc.poll() is None
+        self.last = 0.0
         self.mark()
+        self.start = self.cpu0
 
     def _cpu(self) -> float:
+        if self.wall_only:
+            return time.monotonic()
         used = procs.cpu_seconds(self.proc)
-        return time.monotonic() if used is None else used
+        if used is not None:
+            self.last = used
+        return self.last
 
     def mark(self) -> None:
         self.cpu0, self.wall0 = self._cpu(), time.monotonic()
 
     def cpu(self) -> float:
         return self._cpu() - self.cpu0
+
+    def total(self) -> float:
+        """CPU seconds since the clock was made."""
+        return self._cpu() - self.start
 
     def wall(self) -> float:
         return time.monotonic() - self.wall0
@@ -183,6 +195,7 @@ class Run:
     error: str | None = None
     overrun: Overrun | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu_s: float = 0.0  # the whole invocation's CPU seconds, up to its last marker or its stop
 
 
 def command(exe: str, script: Path, cwd: Path) -> list[str]:
@@ -259,12 +272,13 @@ def _follow(
             tag = line.split(None, 1)[1].strip()
             current = None if tag == "end" else tag
             clock.mark()
+            result.cpu_s = clock.cpu0 - clock.start
             continue
         if line:
             tail = [*tail[-20:], line.rstrip()]
         over = clock.over(startup_s if current is None else limit_s)
         if over is not None:
-            result.stopped, result.overrun = current, over
+            result.stopped, result.overrun, result.cpu_s = current, over, clock.total()
             if current is not None:
                 result.seconds[current] = clock.cpu()
             return
