@@ -155,13 +155,14 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             pending = [p for p in pending if p[0] not in done]
         stimuli: dict[str, tuple[Plan, int]] = {}
         skip = design.reset.cycles if design.clock is not None and design.reset is not None else 0
+        reset = (design.reset.port, int(design.reset.active == "high")) if skip else None
         steps: dict[str, int] = {}
         for m in checkable:
             base = {"tool": tool, "seconds": round(seconds.get(m.id, config.bounds.timeout_s), 3)}
             if m.id in stopped:
                 out[m.id] = _unknown(stopped[m.id], **base)
                 continue
-            verdict, table = trace.read_bmc(_text(logs / f"{m.id}.bmc"), skip)
+            verdict, table = trace.read_bmc(_text(logs / f"{m.id}.bmc"), skip, reset)
             if verdict.outcome == Outcome.FAILED:
                 stimuli[m.id] = (trace.stimulus(design, table, verdict.steps, m.id), m.index)
                 steps[m.id] = verdict.steps - skip

@@ -249,13 +249,19 @@ def _power_on(design: Design) -> str:
     reset port active and every other input at 0 for the first ``reset.cycles`` steps, as the
     harness's power-on does (the bounded check's constraints, :func:`_constraints`), and the
     property "no output differs" is asserted after them. From then on every input is free,
-    the reset port included (a plan may reset again)."""
+    the reset port included (a plan may reset again); the property is not asserted while the
+    reset port is active (no plan samples the outputs then: a ``reset`` step samples after
+    releasing it)."""
     assert design.clock is not None
     cycles = design.reset.cycles if design.reset is not None else 0
     width = max(1, cycles.bit_length())
     ports = ", ".join(f"input [{p.width - 1}:0] {p.name}" for p in design.inputs)
     held = "hwtp_held"
     conns = []
+    active = ""
+    if design.reset is not None:
+        level = "" if design.reset.active == "high" else "!"
+        active = f" && !({level}{design.reset.port})"
     for p in design.inputs:
         if p.name == design.clock.port:
             value = p.name
@@ -272,7 +278,7 @@ def _power_on(design: Design) -> str:
             f"  always @(posedge {design.clock.port}) if ({held}) hwtp_count <= hwtp_count + {width}'d1;",
             "  wire hwtp_trigger;",
             f"  hwtp_pdr hwtp_miter_inst({', '.join([*conns, '.trigger(hwtp_trigger)'])});",
-            f"  always @* if (!{held}) assert (!hwtp_trigger);",
+            f"  always @* if (!{held}{active}) assert (!hwtp_trigger);",
             "endmodule",
         ]
     )
