@@ -55,6 +55,15 @@ NEG = """module neg(input clk, input rst, input d, output reg q);
 endmodule
 """
 
+SATURATE = """module saturate(input clk, input rst, input en, output hit);
+  reg [3:0] q;
+  always @(posedge clk)
+    if (rst) q <= 4'd3;
+    else if (en && q != 4'd15) q <= q + 4'd1;
+  assign hit = (q == 4'd15);
+endmodule
+"""
+
 MUL = """module mul(input [31:0] a, input [31:0] b, output [63:0] y);
   assign y = a * b;
 endmodule
@@ -154,6 +163,26 @@ def test_sequential_difference_after_several_cycles_found_and_equivalent_proved(
     assert shallow.klass == MutantClass.UNKNOWN and "within 4 cycles" in shallow.proof["reason"]
 
 
+@pytest.mark.skipif(yosys.find() is None or yosys.find_abc(str(yosys.find())) is None, reason="needs yosys-abc")
+def test_pdr_starts_from_the_power_on_reset(tmp_path: Path) -> None:
+    """q is reset to 3 and only counts up: q == 1 is reachable from the registers' zero start
+    without a reset, never after the power-on reset that every plan starts with. Induction
+    cannot close (q may stay 0 for any number of steps, then become 1); pdr from the power-on
+    reset proves the mutant equivalent."""
+    mutant_set = _set(
+        tmp_path,
+        SATURATE,
+        "saturate",
+        [("(q == 4'd15)", "(q == 4'd15 || q == 4'd1)", "(q == 4'd15)")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
+    proved = check(mutant_set, mutant_set.mutants, FormalConfig())["m0001"]
+    assert proved.klass == MutantClass.EQUIVALENT and proved.proof["method"] == "pdr", proved.proof
+    bounded = check(mutant_set, mutant_set.mutants, FormalConfig(pdr=False))["m0001"]
+    assert bounded.klass == MutantClass.UNKNOWN and "induction" in bounded.proof["reason"], bounded.proof
+
+
 @needs_yosys
 def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(tmp_path: Path) -> None:
     neg = _set(tmp_path, NEG, "neg", [("(d)", "(~d)", "(d)")], clock=Clock("clk"), reset=Reset("rst", "high", 1))
@@ -182,6 +211,12 @@ def test_counterexample_table_becomes_a_stimulus_after_the_power_on_reset(tmp_pa
     )
     verdict, table = read_bmc(log, skip=2)
     assert verdict.outcome == Outcome.FAILED and verdict.steps == 5  # step 1 is in the reset: not compared
+    # outputs that differ while reset is held (step 4) are not where a plan samples them
+    row = "     4 \\trigger                  {0}         {0}             {0}"
+    during = log.replace(row.format(0), row.format(1))
+    assert during != log
+    assert read_bmc(during, skip=2)[0].steps == 4
+    assert read_bmc(during, skip=2, reset=("rst", 1))[0].steps == 5
     plan = stimulus(mutant_set.design, table, 5, "m0001")
     kinds = [s.kind for s in plan.tests[0].steps]
     assert kinds == ["drive", "sample", "wait", "reset", "sample"]
