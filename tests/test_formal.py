@@ -382,3 +382,36 @@ def test_the_classifier_gives_the_same_verdicts_beside_a_cpu_burner(tmp_path: Pa
         "seq/m0001": (MutantClass.KILLABLE, "bmc"),
         "seq/m0002": (MutantClass.EQUIVALENT, "k-induction"),
     }
+
+
+TWO_BLOCKS = """module two(input clk, input rst, input d, output reg q2);
+  reg q1;
+  always @(posedge clk) begin
+    if (rst) q1 <= 1'b0;
+    else q1 <= d;
+  end
+  always @(posedge clk) begin
+    if (rst) q2 <= 1'b0;
+    else q2 <= q1;
+  end
+endmodule
+"""
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_a_clock_edge_mutant_is_proved_only_when_its_flip_flops_read_no_rising_edge_one(tmp_path: Path) -> None:
+    """Moved to the falling edge, q1 reads only d and itself: no plan (drives and samples in
+    the low phase) tells it apart. q2 reads q1, which the rising edge has just updated, so its
+    mutant is a cycle early: the witness search kills it, and the checker proves nothing."""
+    path = tmp_path / "two.v"
+    path.write_text(TWO_BLOCKS)
+    design = load_design(path, clock=Clock("clk"), reset=Reset("rst", "high", 1))
+    config = engine.MutationConfig(n=None, operators=("edge",), witness_cycles=64, jobs=1, formal="all")
+    result = engine.mutate(design, config)
+    by_line = {m.line: m for m in result.valid}
+    first, second = by_line[3], by_line[7]
+    assert first.klass == MutantClass.EQUIVALENT and first.proof and first.proof["method"] == "edge-protocol"
+    assert second.klass == MutantClass.KILLABLE, second
+    verdict = check(result, [second], FormalConfig())[second.id]
+    assert verdict.klass == MutantClass.UNKNOWN and "clock-edge" in verdict.proof["reason"], verdict.proof

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.design import Design, SourceFile
-from hwtp.formal import miter, trace, yosys
+from hwtp.formal import edges, miter, trace, yosys
 from hwtp.formal.trace import Outcome
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_parts
 from hwtp.plan import Plan
@@ -74,6 +74,7 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             out[m.id] = _unknown(reason, tool=tool)
         else:
             checkable.append(m)
+    out.update(_edge_proofs(exe, tool, mutant_set, [m for m in mutants if m.id in out], config))
     if not checkable:
         return out
     # a blocking/non-blocking swap under the selector mixes `=` and `<=` to one variable in
@@ -117,22 +118,39 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         logs.mkdir()
         golden = _write_sources(design.sources, root, "golden") if failed else []
         standalone: dict[str, list[str]] = {}
+        tried: set[str] = set()  # mutants pdr has run on
+        abc = yosys.find_abc(exe) if config.pdr and design.clock is not None else None
         for m in failed:  # each from its standalone source, in its own invocation
             script = root / f"standalone-{m.id}.ys"
             mutant = standalone[m.id] = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
+            if abc is not None:
+                # a standalone check reads and elaborates the design anyway, and the bounded
+                # check of a memory is slow (fifo_sync): pdr first, which proves most of them
+                tried.add(m.id)
+                name = f"pdr-{m.id}.aig"
+                (root / f"pdr-{m.id}.ys").write_text(
+                    miter.standalone_aiger_script(design, golden, mutant, name, config.build), encoding="utf-8"
+                )
+                proved, used = yosys.pdr(exe, abc, root / f"pdr-{m.id}.ys", name, config.bounds.timeout_s, root)
+                if proved:
+                    out[m.id] = Verdict(
+                        MutantClass.EQUIVALENT, {"method": "pdr", "tool": tool, "seconds": round(used, 3)}
+                    )
+                    continue
+                seconds[m.id] = used
             script.write_text(
                 miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs", config.build),
                 encoding="utf-8",
             )
             run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
-            seconds.update(run.seconds)
+            seconds[m.id] = seconds.get(m.id, 0.0) + run.seconds.get(m.id, 0.0)
             if run.stopped is not None or run.error:
                 stopped[m.id] = (
                     yosys.limit_reason(run.overrun, config.bounds.timeout_s)
                     if run.overrun
                     else f"Yosys (standalone mutant): {run.error}"
                 )
-        checkable = [*checkable, *failed]
+        checkable = [*checkable, *(m for m in failed if m.id not in out)]
         while pending:
             script = root / "check.ys"
             script.write_text(
@@ -155,7 +173,7 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             pending = [p for p in pending if p[0] not in done]
         stimuli: dict[str, tuple[Plan, int]] = {}
         skip = design.reset.cycles if design.clock is not None and design.reset is not None else 0
-        reset = (design.reset.port, int(design.reset.active == "high")) if skip else None
+        reset = (design.reset.port, int(design.reset.active == "high")) if design.reset is not None and skip else None
         steps: dict[str, int] = {}
         for m in checkable:
             base = {"tool": tool, "seconds": round(seconds.get(m.id, config.bounds.timeout_s), 3)}
@@ -175,7 +193,7 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                 return miter.standalone_aiger_script(design, golden, standalone[m.id], name, config.build)
             return miter.aiger_script(design, files, selectors, m.index, name, config.build)
 
-        _pdr_stage(exe, design, checkable, aiger, root, config, out)
+        _pdr_stage(exe, design, [m for m in checkable if m.id not in tried], aiger, root, config, out)
     if stimuli:
         confirmed: dict[str, Plan] = {}
         for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
@@ -194,6 +212,28 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                     "out-of-range select, an x), or on an output compared while reset is held",
                     **{k: v for k, v in out[mid].proof.items() if k != "method"},
                     method="bmc",
+                )
+    return out
+
+
+def _edge_proofs(
+    exe: str, tool: str, mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
+) -> dict[str, Verdict]:
+    """Clock-edge mutants proved equivalent under the drive and sample protocol
+    (:mod:`hwtp.formal.edges`), by id; the others are left out."""
+    design = mutant_set.design
+    candidates = [m for m in mutants if edges.on_the_clock(design, m)]
+    if not candidates:
+        return {}
+    out = {}
+    with procs.tempdir("formal") as tmp:
+        root = Path(tmp)
+        for m in candidates:
+            files = _write_sources(mutant_set.sources_of(m), root, f"edge/{m.id}")
+            proved, used = edges.prove(exe, design, files, root, m.id, config.bounds.timeout_s, config.build)
+            if proved:
+                out[m.id] = Verdict(
+                    MutantClass.EQUIVALENT, {"method": "edge-protocol", "tool": tool, "seconds": round(used, 3)}
                 )
     return out
 

@@ -61,7 +61,10 @@ class Bounds:
 def unsupported(mutant: Mutant) -> str | None:
     """Why the checker cannot model ``mutant``, or None."""
     if any(s.guard == "edge" for s in mutant.sites):
-        return "a clock-edge mutant: the checker models one rising edge per step, not a changed event expression"
+        return (
+            "a clock-edge mutant the drive/sample protocol does not settle (hwtp.formal.edges: its flip-flops "
+            "read a rising-edge one, or the edge is not the clock's); the miter models one rising edge per step"
+        )
     return None
 
 
@@ -109,6 +112,11 @@ def prepare_script(design: Design, files: Sequence[str], out: str, build: BuildO
             "",
         ]
     )
+
+
+def elaborated_json_script(design: Design, files: Sequence[str], out: str, build: BuildOptions = NO_OPTIONS) -> str:
+    """Read and elaborate ``files`` as the checks do, and write the netlist as JSON (``out``)."""
+    return "\n".join([*_read(design, files, build), f"write_json {_quote(out)}", ""])
 
 
 def _constraints(design: Design) -> str:
