@@ -101,6 +101,21 @@ def _set(tmp_path: Path, text: str, name: str, edits: list[tuple[str, str, str]]
     return MutantSet(design, 0, tuple(mutants))
 
 
+def _comb_and_seq(tmp_path: Path) -> tuple[MutantSet, MutantSet]:
+    """Two small sets: COMB (an equivalent, a killable) and SEQ (a killable after nine
+    enabled cycles, an equivalent by induction)."""
+    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
+    seq = _set(
+        tmp_path,
+        SEQ,
+        "seq",
+        [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
+    return comb, seq
+
+
 def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[str, str]:
     """The witness plan run by the simulator on golden and on the mutant: their statuses."""
     design = mutant_set.design
@@ -233,7 +248,7 @@ def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of
     config = engine.MutationConfig(n=None, operators=("assignment",), witness_cycles=64, jobs=2, formal="unknown")
     result = engine.mutate(design, config)
     proved = result.proved_equivalent
-    assert proved and all(m.proof and m.proof["method"] == "k-induction" for m in proved)
+    assert proved and all(m.proof and m.proof["method"] in ("k-induction", "pdr") for m in proved)  # pdr: swaps
     assert not set(proved) & set(result.states)
     mutantset.write(result, tmp_path / "set")
     again = mutantset.load(tmp_path / "set")
@@ -274,15 +289,7 @@ def _only_yowasp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_formal_extra_resolves_what_debians_yosys_resolves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The formal checks work under /tmp; the WebAssembly Yosys of ``hwtp[formal]`` must reach
     their files there too (it once found no script: every mutant unknown)."""
-    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
-    seq = _set(
-        tmp_path,
-        SEQ,
-        "seq",
-        [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
-        clock=Clock("clk"),
-        reset=Reset("rst", "high", 2),
-    )
+    comb, seq = _comb_and_seq(tmp_path)
     config = FormalConfig(bounds=Bounds(depth=12))
     debian = {
         name: {k: v.klass for k, v in check(s, s.mutants, config).items()} for name, s in (("comb", comb), ("seq", seq))
@@ -354,15 +361,7 @@ def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(tmp_pa
 @needs_yosys
 @pytest.mark.sim
 def test_the_classifier_gives_the_same_verdicts_beside_a_cpu_burner(tmp_path: Path) -> None:
-    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
-    seq = _set(
-        tmp_path,
-        SEQ,
-        "seq",
-        [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
-        clock=Clock("clk"),
-        reset=Reset("rst", "high", 2),
-    )
+    comb, seq = _comb_and_seq(tmp_path)
     config = FormalConfig(bounds=Bounds(depth=12, timeout_s=5))
 
     def verdicts() -> dict[str, tuple[MutantClass, str]]:
