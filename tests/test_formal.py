@@ -332,7 +332,10 @@ def _burners(n: int = 2) -> Iterator[None]:
             p.wait()
 
 
-def test_a_process_that_sleeps_past_the_cpu_limit_is_not_stopped_at_it(tmp_path: Path) -> None:
+def test_a_process_that_sleeps_past_the_cpu_limit_is_not_stopped_at_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)  # however starved the machine leaves it
     exe = _stand_in(tmp_path, "time.sleep(2.0)")
     run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.5, cwd=tmp_path)
     assert run.finished == ["a"] and run.stopped is None and run.overrun is None, run
@@ -349,7 +352,11 @@ def test_a_stuck_process_is_stopped_by_the_wall_clock_backstop(tmp_path: Path, m
     assert "wall-clock backstop of 4 s" in yosys.limit_reason(run.overrun, 0.2)
 
 
-def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(tmp_path: Path) -> None:
+def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the backstop out of the way: a process at nice 19 beside other work may get 1% of a core
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)
     exe = _stand_in(tmp_path, "while True: pass")
     with _burners():
         run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 1.0, cwd=tmp_path)
