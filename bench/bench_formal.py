@@ -90,8 +90,8 @@ def _pdr(mutant_set: MutantSet, mutants: list[Mutant], timeout_s: float) -> dict
         for m in mutants:
             script = root / f"{m.id}.ys"
             script.write_text(miter.aiger_script(mutant_set.design, files, ["hwtp_mutant_sel"], m.index, f"{m.id}.aig"))
-            proved, used = yosys.pdr(exe, abc, script, f"{m.id}.aig", timeout_s, root)
-            out[m.id] = (bool(proved), used)
+            run = yosys.pdr(exe, abc, script, f"{m.id}.aig", timeout_s, root)
+            out[m.id] = (bool(run.proved), run.seconds)
     return out
 
 
@@ -110,8 +110,12 @@ def main() -> None:
     parser.add_argument("--induction", type=int, default=8, help="longest k-induction (today: 8)")
     parser.add_argument("--pdr", action="store_true", help="then ABC pdr on what stays unknown")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the checks (the witness search runs once)")
-    parser.add_argument("--no-baseline", dest="baseline", action="store_false",
-                        help="skip the check script's batch and one-per-mutant columns")
+    parser.add_argument(
+        "--no-baseline",
+        dest="baseline",
+        action="store_false",
+        help="skip the check script's batch and one-per-mutant columns",
+    )
     args = parser.parse_args()
     names = [n for n in args.designs.split(",") if n] or shipped_names()
     bounds = miter.Bounds(depth=args.depth, timeout_s=args.timeout, induction=args.induction)

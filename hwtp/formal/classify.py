@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +136,9 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                 (root / f"pdr-{m.id}.ys").write_text(
                     miter.standalone_aiger_script(design, golden, mutant, name, config.build), encoding="utf-8"
                 )
-                proved, used = yosys.pdr(exe, abc, root / f"pdr-{m.id}.ys", name, config.bounds.timeout_s, root)
-                if proved:
+                first = yosys.pdr(exe, abc, root / f"pdr-{m.id}.ys", name, config.bounds.timeout_s, root)
+                used = first.seconds
+                if first.proved:
                     out[m.id] = Verdict(
                         MutantClass.EQUIVALENT, {"method": "pdr", "tool": tool, "seconds": round(used, 3)}
                     )
@@ -198,7 +199,29 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                 return miter.standalone_aiger_script(design, golden, standalone[m.id], name, config.build)
             return miter.aiger_script(design, files, selectors, m.index, name, config.build)
 
-        _pdr_stage(exe, design, [m for m in checkable if m.id not in tried], aiger, root, config, out)
+        traces = _pdr_stage(exe, design, [m for m in checkable if m.id not in tried], aiger, root, config, out)
+        # a pdr trace deeper than the bounded check: the bounded check again, as deep as the
+        # trace, for a counterexample the simulator can replay (pdr's own trace is not kept)
+        (root / "deep").mkdir()
+        for m in checkable:
+            if m.id not in traces or m.id in standalone:
+                continue
+            bounds = replace(config.bounds, depth=max(1, traces[m.id] + 1 - skip))
+            script = root / f"deep-{m.id}.ys"
+            script.write_text(
+                miter.check_script(design, files, selectors, [(m.id, m.index)], bounds, "deep", config.build),
+                encoding="utf-8",
+            )
+            run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
+            verdict, table = trace.read_bmc(_text(root / "deep" / f"{m.id}.bmc"), skip, reset)
+            if verdict.outcome == Outcome.FAILED:
+                stimuli[m.id] = (trace.stimulus(design, table, verdict.steps, m.id), m.index)
+                steps[m.id] = verdict.steps - skip
+                used = float(out[m.id].proof.get("seconds", 0.0)) + run.seconds.get(m.id, run.cpu_s)
+                out[m.id] = Verdict(
+                    MutantClass.KILLABLE,
+                    {"method": "bmc", "depth": verdict.steps - skip, "tool": tool, "seconds": round(used, 3)},
+                )
     if stimuli:
         confirmed: dict[str, Plan] = {}
         for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
@@ -267,27 +290,33 @@ def _pdr_stage(
     root: Path,
     config: FormalConfig,
     out: dict[str, Verdict],
-) -> None:
+) -> dict[str, int]:
     """ABC's ``pdr`` on the clocked mutants :func:`_pdr_worth` it, each within its own CPU
     limit: an unbounded engine that finds its own strengthening, on the miter whose start is
     the power-on reset (``aiger(mutant, file)``: the script that writes it). A proof makes them
     ``equivalent`` (method ``pdr``); anything else leaves the verdict as it was. Skipped when
-    ABC is not installed."""
+    ABC is not installed. Returns, by id, the frame of each trace pdr found (0: the initial
+    state), which the bounded check can then reach."""
     abc = yosys.find_abc(exe)
     todo = [m for m in mutants if _pdr_worth(out[m.id], config.bounds.timeout_s)]
     if abc is None or not config.pdr or design.clock is None or not todo:
-        return
+        return {}
+    traces = {}
     for m in todo:
         script = root / f"pdr-{m.id}.ys"
         script.write_text(aiger(m, f"pdr-{m.id}.aig"), encoding="utf-8")
-        proved, used = yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root)
-        if proved:
+        run = yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root)
+        used = run.seconds
+        if run.frame is not None:
+            traces[m.id] = run.frame
+        if run.proved:
             before = out[m.id].proof
             proof = {k: v for k, v in before.items() if k not in ("method", "reason", "depth")}
             if before.get("method") == "bmc":
                 proof["bmc_depth"] = config.bounds.depth
             seconds = float(proof.get("seconds", 0.0)) + used
             out[m.id] = Verdict(MutantClass.EQUIVALENT, {**proof, "method": "pdr", "seconds": round(seconds, 3)})
+    return traces
 
 
 def _no_counterexample(

@@ -157,15 +157,27 @@ def run_limited(
     return subprocess.CompletedProcess(argv, proc.returncode, out, err), used, None
 
 
-def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path) -> tuple[bool | None, float]:
+@dataclass(frozen=True)
+class Pdr:
+    """What ABC's ``pdr`` concluded: ``proved`` True (no output ever differs), False (a trace:
+    the bad state in ``frame``, 0 the initial state) or None (no verdict within the limit, or
+    Yosys could not write the model); the CPU seconds of the export and pdr."""
+
+    proved: bool | None
+    seconds: float
+    frame: int | None = None
+
+
+_FRAME = re.compile(r"was asserted in frame (\d+)")
+
+
+def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path) -> Pdr:
     """Write the AIGER model of ``script`` and run ABC's ``pdr`` on it within ``limit_s`` CPU
-    seconds for both: (True when the property is proved (no output ever differs), False when
-    ABC finds a trace, None when it gives no verdict within the limit or Yosys cannot write
-    the model; the CPU seconds used)."""
+    seconds for both."""
     wrote, used, _ = run_limited([exe, "-q", "-s", str(script)], limit_s, cwd=cwd)
     left = limit_s - used
     if wrote is None or wrote.returncode != 0 or left < 0.1:
-        return None, used
+        return Pdr(None, used)
     # pdr -T gets the backstop: whether ABC counts CPU or wall time, the host's CPU limit comes first
     run, spent, _ = run_limited(
         [abc, "-c", f"read_aiger {aiger}; fold; strash; pdr -T {math.ceil(backstop(left))}"], left, cwd=cwd
@@ -173,8 +185,9 @@ def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path)
     used += spent
     out = run.stdout if run is not None else ""
     if "Property proved" in out:
-        return True, used
-    return (False if "was asserted in frame" in out else None), used
+        return Pdr(True, used)
+    frame = _FRAME.search(out)
+    return Pdr(False, used, int(frame.group(1))) if frame else Pdr(None, used)
 
 
 def version(exe: str) -> str:
