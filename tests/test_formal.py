@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -174,8 +175,15 @@ def test_sequential_difference_after_several_cycles_found_and_equivalent_proved(
     same = verdicts["m0002"]
     assert same.klass == MutantClass.EQUIVALENT and same.proof["method"] == "k-induction", same.proof
     # too shallow a bound: no counterexample, and the induction cannot close for this mutant
-    shallow = check(mutant_set, mutant_set.mutants[:1], FormalConfig(bounds=Bounds(depth=4)))["m0001"]
+    config = FormalConfig(bounds=Bounds(depth=4), pdr=False)
+    shallow = check(mutant_set, mutant_set.mutants[:1], config)["m0001"]
     assert shallow.klass == MutantClass.UNKNOWN and "within 4 cycles" in shallow.proof["reason"]
+    if yosys.find_abc(str(yosys.find())) is not None:
+        # pdr finds the trace beyond the bound; the bounded check at its depth gives the witness
+        deep = check(mutant_set, mutant_set.mutants[:1], replace(config, pdr=True))["m0001"]
+        assert deep.klass == MutantClass.KILLABLE and deep.proof["depth"] >= 10, deep.proof
+        assert deep.witness is not None
+        assert _confirm(mutant_set, mutant_set.mutants[0], deep.witness) == ("pass", "fail")
 
 
 @pytest.mark.skipif(yosys.find() is None or yosys.find_abc(str(yosys.find())) is None, reason="needs yosys-abc")
