@@ -20,14 +20,14 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import Clock, Reset, load_design
 from hwtp.formal import yosys
-from hwtp.formal.classify import FormalConfig, check
+from hwtp.formal.classify import REPLAY_STARTUP_S, FormalConfig, check
 from hwtp.formal.miter import Bounds
 from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
 from hwtp.mutators.site import Site
 from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build
-from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import run_parallel
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
@@ -123,7 +123,8 @@ def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[st
     schemata, _ = schemata_sources(mutant_set)
     build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
     ops, cycles = compile_plan(witness, design), plan_cycles(witness, design)  # type: ignore[arg-type]
-    job = Job(design, (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles)))
+    evaluations = (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles))
+    job = Job(design, evaluations, limits=Limits(startup_s=REPLAY_STARTUP_S))  # a loaded machine starts slowly
     results = {r.id: r.status for r in run_parallel(build, job)}
     return results["g"], results["m"]
 
