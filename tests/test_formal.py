@@ -208,7 +208,10 @@ def test_pdr_starts_from_the_power_on_reset(tmp_path: Path) -> None:
 
 
 @needs_yosys
-def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(tmp_path: Path) -> None:
+def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)  # the CPU limit, however starved the machine
     neg = _set(tmp_path, NEG, "neg", [("(d)", "(~d)", "(d)")], clock=Clock("clk"), reset=Reset("rst", "high", 1))
     verdict = check(neg, neg.mutants, FormalConfig())["m0001"]
     assert verdict.klass == MutantClass.UNKNOWN and "falling clock edge" in verdict.proof["reason"]
