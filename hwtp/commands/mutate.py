@@ -104,7 +104,11 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     "--formal-depth", type=int, default=20, show_default=True, help="Formal bounded check: cycles after reset."
 )
 @click.option(
-    "--formal-timeout", type=float, default=10.0, show_default=True, help="Formal check: wall-clock s per mutant."
+    "--formal-timeout",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Formal check: CPU seconds per mutant (a wall-clock backstop of 10x + 30 s stops a stuck or starved Yosys).",
 )
 @click.option("-j", "--jobs", type=AT_LEAST_ONE, default=os.cpu_count() or 1, show_default=True)
 def mutate(

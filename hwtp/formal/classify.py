@@ -12,15 +12,13 @@ nothing about the plans hwtp scores.
 from __future__ import annotations
 
 import logging
-import subprocess
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hwtp.design import Design, SourceFile
-from hwtp.formal import miter, trace, yosys
+from hwtp.formal import edges, miter, trace, yosys
 from hwtp.formal.trace import Outcome
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_parts
 from hwtp.plan import Plan
@@ -31,13 +29,20 @@ from hwtp.witness import WitnessConfig, replay
 log = logging.getLogger("hwtp.formal")
 
 
+#: Wall-clock s for the replay's simulator to start: a backstop (a loaded machine must not turn
+#: a counterexample into an error), as the replay's per-evaluation ``eval_s`` is.
+REPLAY_STARTUP_S = 300.0
+
+
 @dataclass(frozen=True)
 class FormalConfig:
     """Bounds of the checker and of the simulator replay."""
 
     bounds: miter.Bounds = field(default_factory=miter.Bounds)
     jobs: int = 1
-    eval_s: float = 3.0  # wall-clock s per replay evaluation
+    # wall-clock s per replay evaluation: a backstop (a counterexample of a few dozen cycles
+    # simulates in milliseconds), so a loaded machine does not turn a replay into "not reproduced"
+    eval_s: float = 30.0
     build: BuildOptions = NO_OPTIONS
     pdr: bool = True  # ABC pdr on clocked mutants left with a bounded proof only (when ABC is installed)
 
@@ -74,6 +79,7 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             out[m.id] = _unknown(reason, tool=tool)
         else:
             checkable.append(m)
+    out.update(_edge_proofs(exe, tool, mutant_set, [m for m in mutants if m.id in out], config))
     if not checkable:
         return out
     # a blocking/non-blocking swap under the selector mixes `=` and `<=` to one variable in
@@ -92,8 +98,14 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             # one mutant's schemata can stop Yosys for all (a guard around an asynchronous
             # reset's `if` hides it from proc): find which, alone, and check the others; those
             # go from their standalone sources
-            alone = {m.id: _prepare(exe, design, _write(mutant_set, [m], root, f"solo/{m.id}"), root, config)[0]
-                     for m in checkable} if len(checkable) > 1 else {checkable[0].id: problem}
+            alone = (
+                {
+                    m.id: _prepare(exe, design, _write(mutant_set, [m], root, f"solo/{m.id}"), root, config)[0]
+                    for m in checkable
+                }
+                if len(checkable) > 1
+                else {checkable[0].id: problem}
+            )
             failed = [m for m in checkable if alone[m.id]]
             checkable = [m for m in checkable if not alone[m.id]]
             if checkable:
@@ -110,17 +122,41 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
         logs = root / "logs"
         logs.mkdir()
         golden = _write_sources(design.sources, root, "golden") if failed else []
+        standalone: dict[str, list[str]] = {}
+        tried: set[str] = set()  # mutants pdr has run on
+        abc = yosys.find_abc(exe) if config.pdr and design.clock is not None else None
         for m in failed:  # each from its standalone source, in its own invocation
             script = root / f"standalone-{m.id}.ys"
-            mutant = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
-            script.write_text(miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs",
-                                                      config.build), encoding="utf-8")
+            mutant = standalone[m.id] = _write_sources(mutant_set.sources_of(m), root, f"standalone/{m.id}")
+            if abc is not None:
+                # a standalone check reads and elaborates the design anyway, and the bounded
+                # check of a memory is slow (fifo_sync): pdr first, which proves most of them
+                tried.add(m.id)
+                name = f"pdr-{m.id}.aig"
+                (root / f"pdr-{m.id}.ys").write_text(
+                    miter.standalone_aiger_script(design, golden, mutant, name, config.build), encoding="utf-8"
+                )
+                first = yosys.pdr(exe, abc, root / f"pdr-{m.id}.ys", name, config.bounds.timeout_s, root)
+                used = first.seconds
+                if first.proved:
+                    out[m.id] = Verdict(
+                        MutantClass.EQUIVALENT, {"method": "pdr", "tool": tool, "seconds": round(used, 3)}
+                    )
+                    continue
+                seconds[m.id] = used
+            script.write_text(
+                miter.standalone_script(design, golden, mutant, m.id, config.bounds, "logs", config.build),
+                encoding="utf-8",
+            )
             run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
-            seconds.update(run.seconds)
+            seconds[m.id] = seconds.get(m.id, 0.0) + run.seconds.get(m.id, 0.0)
             if run.stopped is not None or run.error:
-                stopped[m.id] = (f"time limit of {config.bounds.timeout_s:g} s" if run.timed_out
-                                 else f"Yosys (standalone mutant): {run.error}")
-        checkable = [*checkable, *failed]
+                stopped[m.id] = (
+                    yosys.limit_reason(run.overrun, config.bounds.timeout_s)
+                    if run.overrun
+                    else f"Yosys (standalone mutant): {run.error}"
+                )
+        checkable = [*checkable, *(m for m in failed if m.id not in out)]
         while pending:
             script = root / "check.ys"
             script.write_text(
@@ -131,38 +167,74 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
             seconds.update(run.seconds)
             done = set(run.finished)
             if run.stopped is None and run.error and not done:
-                return {**out, **{m.id: _unknown(f"Yosys cannot read the design: {run.error}", tool=tool)
-                                  for m in checkable}}
+                return {
+                    **out,
+                    **{m.id: _unknown(f"Yosys cannot read the design: {run.error}", tool=tool) for m in checkable},
+                }
             if run.stopped is not None:
                 stopped[run.stopped] = (
-                    f"time limit of {config.bounds.timeout_s:g} s" if run.timed_out else f"Yosys: {run.error}"
+                    yosys.limit_reason(run.overrun, config.bounds.timeout_s) if run.overrun else f"Yosys: {run.error}"
                 )
                 done.add(run.stopped)
             pending = [p for p in pending if p[0] not in done]
         stimuli: dict[str, tuple[Plan, int]] = {}
         skip = design.reset.cycles if design.clock is not None and design.reset is not None else 0
+        reset = (design.reset.port, int(design.reset.active == "high")) if design.reset is not None and skip else None
         steps: dict[str, int] = {}
         for m in checkable:
             base = {"tool": tool, "seconds": round(seconds.get(m.id, config.bounds.timeout_s), 3)}
             if m.id in stopped:
                 out[m.id] = _unknown(stopped[m.id], **base)
                 continue
-            verdict, table = trace.read_bmc(_text(logs / f"{m.id}.bmc"), skip)
+            verdict, table = trace.read_bmc(_text(logs / f"{m.id}.bmc"), skip, reset)
             if verdict.outcome == Outcome.FAILED:
                 stimuli[m.id] = (trace.stimulus(design, table, verdict.steps, m.id), m.index)
                 steps[m.id] = verdict.steps - skip
                 out[m.id] = Verdict(MutantClass.KILLABLE, {"method": "bmc", "depth": verdict.steps - skip, **base})
             else:
                 out[m.id] = _no_counterexample(design.clock is not None, verdict, logs / f"{m.id}.ind", base, config)
-        in_schemata = [m for m in checkable if m not in failed]
-        _pdr_bounded(exe, design, in_schemata, files, selectors, root, config, out)
+
+        def aiger(m: Mutant, name: str) -> str:
+            if m.id in standalone:
+                return miter.standalone_aiger_script(design, golden, standalone[m.id], name, config.build)
+            return miter.aiger_script(design, files, selectors, m.index, name, config.build)
+
+        traces = _pdr_stage(exe, design, [m for m in checkable if m.id not in tried], aiger, root, config, out)
+        # a pdr trace deeper than the bounded check: the bounded check again, as deep as the
+        # trace, for a counterexample the simulator can replay (pdr's own trace is not kept)
+        (root / "deep").mkdir()
+        for m in checkable:
+            if m.id not in traces or m.id in standalone:
+                continue
+            bounds = replace(config.bounds, depth=max(1, traces[m.id] + 1 - skip))
+            script = root / f"deep-{m.id}.ys"
+            script.write_text(
+                miter.check_script(design, files, selectors, [(m.id, m.index)], bounds, "deep", config.build),
+                encoding="utf-8",
+            )
+            run = yosys.run_script(exe, script, miter.BEGIN, config.bounds.timeout_s, cwd=root)
+            verdict, table = trace.read_bmc(_text(root / "deep" / f"{m.id}.bmc"), skip, reset)
+            if verdict.outcome == Outcome.FAILED:
+                stimuli[m.id] = (trace.stimulus(design, table, verdict.steps, m.id), m.index)
+                steps[m.id] = verdict.steps - skip
+                used = float(out[m.id].proof.get("seconds", 0.0)) + run.seconds.get(m.id, run.cpu_s)
+                out[m.id] = Verdict(
+                    MutantClass.KILLABLE,
+                    {"method": "bmc", "depth": verdict.steps - skip, "tool": tool, "seconds": round(used, 3)},
+                )
     if stimuli:
         confirmed: dict[str, Plan] = {}
         for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
             mine = {mid: given for mid, given in stimuli.items() if given[1] in part.indices}
             if mine:
-                confirmed.update(replay(design, part.sources, mine, WitnessConfig(jobs=config.jobs,
-                                                                                  eval_s=config.eval_s)))
+                confirmed.update(
+                    replay(
+                        design,
+                        part.sources,
+                        mine,
+                        WitnessConfig(jobs=config.jobs, eval_s=config.eval_s, startup_s=REPLAY_STARTUP_S),
+                    )
+                )
         for mid in stimuli:
             if mid in confirmed:
                 out[mid] = Verdict(MutantClass.KILLABLE, out[mid].proof, confirmed[mid])
@@ -177,27 +249,74 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
     return out
 
 
-def _pdr_bounded(exe: str, design: Design, mutants: Sequence[Mutant], files: Sequence[str], selectors: Sequence[str],
-                 root: Path, config: FormalConfig, out: dict[str, Verdict]) -> None:
-    """ABC's ``pdr`` on the clocked mutants with a bounded proof only (no counterexample within
-    the depth, induction did not close or a register differs from golden's): an unbounded
-    engine that finds its own strengthening. A proof makes them ``equivalent`` (method ``pdr``);
-    anything else leaves the verdict as it was. Skipped when ABC is not installed."""
+def _edge_proofs(
+    exe: str, tool: str, mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
+) -> dict[str, Verdict]:
+    """Clock-edge mutants proved equivalent under the drive and sample protocol
+    (:mod:`hwtp.formal.edges`), by id; the others are left out."""
+    design = mutant_set.design
+    candidates = [m for m in mutants if edges.on_the_clock(design, m)]
+    if not candidates:
+        return {}
+    out = {}
+    with procs.tempdir("formal") as tmp:
+        root = Path(tmp)
+        for m in candidates:
+            files = _write_sources(mutant_set.sources_of(m), root, f"edge/{m.id}")
+            proved, used = edges.prove(exe, design, files, root, m.id, config.bounds.timeout_s, config.build)
+            if proved:
+                out[m.id] = Verdict(
+                    MutantClass.EQUIVALENT, {"method": "edge-protocol", "tool": tool, "seconds": round(used, 3)}
+                )
+    return out
+
+
+def _pdr_worth(verdict: Verdict, limit_s: float) -> bool:
+    """Whether ``pdr`` may settle an unknown verdict: a bounded proof only (no counterexample
+    within the depth, and induction did not close or a register differs from golden's), or
+    the bounded check and induction stopped by their CPU limit."""
+    reason = str(verdict.proof.get("reason", ""))
+    return verdict.klass == MutantClass.UNKNOWN and (
+        (verdict.proof.get("method") == "bmc" and "bounded proof" in reason)
+        or reason == yosys.limit_reason(yosys.Overrun.CPU, limit_s)
+    )
+
+
+def _pdr_stage(
+    exe: str,
+    design: Design,
+    mutants: Sequence[Mutant],
+    aiger: Callable[[Mutant, str], str],
+    root: Path,
+    config: FormalConfig,
+    out: dict[str, Verdict],
+) -> dict[str, int]:
+    """ABC's ``pdr`` on the clocked mutants :func:`_pdr_worth` it, each within its own CPU
+    limit: an unbounded engine that finds its own strengthening, on the miter whose start is
+    the power-on reset (``aiger(mutant, file)``: the script that writes it). A proof makes them
+    ``equivalent`` (method ``pdr``); anything else leaves the verdict as it was. Skipped when
+    ABC is not installed. Returns, by id, the frame of each trace pdr found (0: the initial
+    state), which the bounded check can then reach."""
     abc = yosys.find_abc(exe)
-    todo = [m for m in mutants if out[m.id].klass == MutantClass.UNKNOWN and out[m.id].proof.get("method") == "bmc"
-            and "bounded proof" in str(out[m.id].proof.get("reason", ""))]
+    todo = [m for m in mutants if _pdr_worth(out[m.id], config.bounds.timeout_s)]
     if abc is None or not config.pdr or design.clock is None or not todo:
-        return
+        return {}
+    traces = {}
     for m in todo:
-        start = time.monotonic()
         script = root / f"pdr-{m.id}.ys"
-        script.write_text(miter.aiger_script(design, files, selectors, m.index, f"pdr-{m.id}.aig", config.build),
-                          encoding="utf-8")
-        if yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root):
-            proof = {k: v for k, v in out[m.id].proof.items() if k not in ("method", "reason", "depth")}
-            seconds = float(proof.get("seconds", 0.0)) + time.monotonic() - start
-            out[m.id] = Verdict(MutantClass.EQUIVALENT, {**proof, "method": "pdr", "bmc_depth": config.bounds.depth,
-                                                         "seconds": round(seconds, 3)})
+        script.write_text(aiger(m, f"pdr-{m.id}.aig"), encoding="utf-8")
+        run = yosys.pdr(exe, abc, script, f"pdr-{m.id}.aig", config.bounds.timeout_s, root)
+        used = run.seconds
+        if run.frame is not None:
+            traces[m.id] = run.frame
+        if run.proved:
+            before = out[m.id].proof
+            proof = {k: v for k, v in before.items() if k not in ("method", "reason", "depth")}
+            if before.get("method") == "bmc":
+                proof["bmc_depth"] = config.bounds.depth
+            seconds = float(proof.get("seconds", 0.0)) + used
+            out[m.id] = Verdict(MutantClass.EQUIVALENT, {**proof, "method": "pdr", "seconds": round(seconds, 3)})
+    return traces
 
 
 def _no_counterexample(
@@ -205,7 +324,11 @@ def _no_counterexample(
 ) -> Verdict:
     depth = config.bounds.depth
     if bmc.outcome == Outcome.TIMEOUT:
-        return _unknown(f"the bounded check hit the SAT time limit of {config.bounds.timeout_s:g} s", **base)
+        return _unknown(
+            f"the bounded check hit Yosys' SAT time limit (the wall-clock backstop of "
+            f"{yosys.backstop(config.bounds.timeout_s):g} s)",
+            **base,
+        )
     if bmc.outcome != Outcome.PROVED:
         return _unknown("Yosys gave no verdict for the bounded check", **base)
     if not clocked:
@@ -218,7 +341,8 @@ def _no_counterexample(
     reasons = {
         Outcome.FAILED: "but a register differs from golden's, so induction over matched registers does not apply",
         Outcome.OPEN: f"and induction did not close within {config.bounds.induction} steps",
-        Outcome.TIMEOUT: f"and induction hit the SAT time limit of {config.bounds.timeout_s:g} s",
+        Outcome.TIMEOUT: f"and induction hit Yosys' SAT time limit (the wall-clock backstop of "
+        f"{yosys.backstop(config.bounds.timeout_s):g} s)",
         Outcome.NONE: "and Yosys gave no verdict for induction",
     }
     return _unknown(bounded + reasons[ind.outcome], method="bmc", depth=depth, **base)
@@ -246,24 +370,19 @@ def _text(path: Path) -> str:
 _UNREADABLE = "Yosys cannot read the design: "
 
 
-def _prepare(
-    exe: str, design: Any, files: list[str], root: Path, config: FormalConfig
-) -> tuple[str | None, list[str]]:
+def _prepare(exe: str, design: Any, files: list[str], root: Path, config: FormalConfig) -> tuple[str | None, list[str]]:
     """(why the checker cannot handle the design, or None; the selector wires)."""
     script = root / "prepare.ys"
     listing = "prepare"
     script.write_text(miter.prepare_script(design, files, listing, config.build), encoding="utf-8")
-    started = time.monotonic()
-    try:
-        done = procs.run(yosys.command(exe, script, root), timeout=max(60.0, config.bounds.timeout_s),
-                         capture_output=True, text=True, cwd=root)
-    except subprocess.TimeoutExpired:  # the group is already killed
-        return f"Yosys did not elaborate the design within {time.monotonic() - started:.0f} s", []
+    limit = max(60.0, config.bounds.timeout_s)
+    done, _, overrun = yosys.run_limited(yosys.command(exe, script, root), limit, cwd=root)
+    if done is None:  # the group is already killed
+        return f"Yosys did not elaborate the design within its {yosys.limit_reason(overrun, limit)}", []
     if done.returncode:
         errors = [line for line in f"{done.stdout}\n{done.stderr}".splitlines() if line.startswith("ERROR")]
         return f"{_UNREADABLE}{(errors or ['exit status ' + str(done.returncode)])[-1]}", []
-    selectors = [line.split("/", 1)[1].strip() for line in _text(root / "prepare.sel").splitlines()
-                 if "/" in line]
+    selectors = [line.split("/", 1)[1].strip() for line in _text(root / "prepare.sel").splitlines() if "/" in line]
     if _text(root / "prepare.neg").strip():
         return "flip-flops on the falling clock edge: the checker models one rising edge per step", []
     if not selectors:

@@ -31,10 +31,12 @@ A combinational design (no clock) needs one SAT call, which is a complete proof.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hwtp.design import Design, SourceFile
+from hwtp.formal.yosys import backstop
 from hwtp.mutantset import Mutant, MutantSet
 from hwtp.mutators.schemata import SELECTOR, render, selector_declaration
 from hwtp.rtl import module_body_offsets
@@ -53,13 +55,16 @@ class Bounds:
 
     depth: int = 20  # bounded-model-check steps (clock cycles) from power-on
     induction: int = 8  # longest k-induction tried
-    timeout_s: float = 10.0  # per mutant (Yosys' -timeout per SAT call; the host kills beyond it)
+    timeout_s: float = 10.0  # CPU s per mutant (the host kills beyond it; hwtp.formal.yosys)
 
 
 def unsupported(mutant: Mutant) -> str | None:
     """Why the checker cannot model ``mutant``, or None."""
     if any(s.guard == "edge" for s in mutant.sites):
-        return "a clock-edge mutant: the checker models one rising edge per step, not a changed event expression"
+        return (
+            "a clock-edge mutant the drive/sample protocol does not settle (hwtp.formal.edges: its flip-flops "
+            "read a rising-edge one, or the edge is not the clock's); the miter models one rising edge per step"
+        )
     return None
 
 
@@ -107,6 +112,11 @@ def prepare_script(design: Design, files: Sequence[str], out: str, build: BuildO
             "",
         ]
     )
+
+
+def elaborated_json_script(design: Design, files: Sequence[str], out: str, build: BuildOptions = NO_OPTIONS) -> str:
+    """Read and elaborate ``files`` as the checks do, and write the netlist as JSON (``out``)."""
+    return "\n".join([*_read(design, files, build), f"write_json {_quote(out)}", ""])
 
 
 def _constraints(design: Design) -> str:
@@ -178,7 +188,8 @@ def standalone_script(
 
 def _checks(design: Design, tag: str, bounds: Bounds, logs: str) -> list[str]:
     """The bounded check and the induction of one mutant, on modules GOLD and MUT."""
-    timeout = max(1, int(bounds.timeout_s))
+    # sat -timeout is an alarm on the wall clock: it gets the backstop, the host counts the CPU limit
+    timeout = math.ceil(backstop(bounds.timeout_s))
     clocked = design.clock is not None
     # x and undriven bits are 0 (as Verilator's --x-assign 0) before anything folds them
     # (opt_expr -full would pick a mux's other input for an x); then the other mutants'
@@ -214,21 +225,89 @@ def aiger_script(
     build: BuildOptions = NO_OPTIONS,
 ) -> str:
     """The miter of golden and the mutant with selector value ``index`` as an AIGER model
-    (``out``) whose bad state is "an output differs", for an unbounded engine such as ABC's
-    ``pdr`` (``bench/bench_formal.py`` measures it as a lever). Registers start at 0, x is 0;
-    every input is free from the first step, reset included (a superset of what a plan drives,
-    so a proof holds for every plan; a counterexample during the power-on reset proves nothing)."""
+    (``out``) whose bad state is "an output differs after the power-on reset", for an
+    unbounded engine such as ABC's ``pdr``: see :func:`_aiger`."""
     lines = [*_read(design, files, build), f"copy {design.top} {GOLD}", f"rename {design.top} {MUT}"]
     for module, value in ((GOLD, 0), (MUT, index)):
         lines += [f"cd {module}", *(f"connect -set {w} 32'd{value}" for w in selectors), "cd .."]
-    lines += [
+    return "\n".join([*lines, *_aiger(design, out), ""])
+
+
+def standalone_aiger_script(
+    design: Design, golden: Sequence[str], mutant: Sequence[str], out: str, build: BuildOptions = NO_OPTIONS
+) -> str:
+    """:func:`aiger_script` for a mutant checked from its standalone source."""
+    lines = [
+        *_read(design, golden, build),
+        f"rename {design.top} {GOLD}",
+        "design -stash hwtp_golden",
+        *_read(design, mutant, build),
+        f"rename {design.top} {MUT}",
+        f"design -copy-from hwtp_golden -as {GOLD} {GOLD}",
+    ]
+    return "\n".join([*lines, *_aiger(design, out), ""])
+
+
+#: The module around the miter that models the harness's power-on reset for ``pdr``.
+POWER_ON = "hwtp_power_on"
+
+
+def _power_on(design: Design) -> str:
+    """Verilog of :data:`POWER_ON`: the miter's inputs as ports; a counter (from 0) holds the
+    reset port active and every other input at 0 for the first ``reset.cycles`` steps, as the
+    harness's power-on does (the bounded check's constraints, :func:`_constraints`), and the
+    property "no output differs" is asserted after them. From then on every input is free,
+    the reset port included (a plan may reset again); the property is not asserted while the
+    reset port is active (no plan samples the outputs then: a ``reset`` step samples after
+    releasing it)."""
+    assert design.clock is not None
+    cycles = design.reset.cycles if design.reset is not None else 0
+    width = max(1, cycles.bit_length())
+    ports = ", ".join(f"input [{p.width - 1}:0] {p.name}" for p in design.inputs)
+    held = "hwtp_held"
+    conns = []
+    active = ""
+    if design.reset is not None:
+        level = "" if design.reset.active == "high" else "!"
+        active = f" && !({level}{design.reset.port})"
+    for p in design.inputs:
+        if p.name == design.clock.port:
+            value = p.name
+        elif design.reset is not None and p.name == design.reset.port:
+            value = f"({held} ? 1'b{1 if design.reset.active == 'high' else 0} : {p.name})"
+        else:
+            value = f"({held} ? {p.width}'d0 : {p.name})"
+        conns.append(f".in_{p.name}({value})")
+    return "\n".join(
+        [
+            f"module {POWER_ON}({ports});",
+            f"  reg [{width - 1}:0] hwtp_count;",
+            f"  wire {held} = hwtp_count < {width}'d{cycles};",
+            f"  always @(posedge {design.clock.port}) if ({held}) hwtp_count <= hwtp_count + {width}'d1;",
+            "  wire hwtp_trigger;",
+            f"  hwtp_pdr hwtp_miter_inst({', '.join([*conns, '.trigger(hwtp_trigger)'])});",
+            f"  always @* if (!{held}{active}) assert (!hwtp_trigger);",
+            "endmodule",
+        ]
+    )
+
+
+def _aiger(design: Design, out: str) -> list[str]:
+    """From modules GOLD and MUT: the AIGER model ``out`` for ``pdr``. Registers start at 0, x
+    is 0; the power-on reset is the model's start (:func:`_power_on`), so a proof holds for
+    every plan, which always starts with it."""
+    return [
         "setundef -zero -undriven",
         "setundef -zero",
         "opt_expr -full",
         "opt_clean",
         "setundef -zero",
-        f"miter -equiv -flatten -make_assert {GOLD} {MUT} hwtp_pdr",
-        "hierarchy -top hwtp_pdr",
+        f"miter -equiv -flatten {GOLD} {MUT} hwtp_pdr",
+        "read_verilog -formal <<HWTP_EOT",
+        _power_on(design),
+        "HWTP_EOT",
+        f"hierarchy -top {POWER_ON}",
+        "proc",
         "flatten",
         "techmap",
         "opt -fast",
@@ -237,6 +316,4 @@ def aiger_script(
         "opt_clean",
         "setundef -zero -init",  # every register's initial value 0 (else -zinit leaves it free)
         f"write_aiger -zinit {_quote(out)}",
-        "",
     ]
-    return "\n".join(lines)

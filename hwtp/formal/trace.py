@@ -39,9 +39,14 @@ class Verdict:
     steps: int = 0  # induction length when proved; for a bounded model, the first failing step
 
 
-def read_bmc(text: str, skip: int = 0) -> tuple[Verdict, dict[int, dict[str, int]]]:
+def read_bmc(
+    text: str, skip: int = 0, reset: tuple[str, int] | None = None
+) -> tuple[Verdict, dict[int, dict[str, int]]]:
     """The bounded check's verdict and, for a model, its values by step and signal; the
-    first ``skip`` steps (the power-on reset) were not compared."""
+    first ``skip`` steps (the power-on reset) were not compared. A model's failing step is the
+    first whose outputs differ while the reset port (``reset``: name and active level) is
+    inactive: no plan samples the outputs while reset is held (a ``reset`` step holds it and
+    samples after releasing it), so a difference only then is not where a witness shows."""
     if "Interrupted SAT solver: TIMEOUT" in text:
         return Verdict(Outcome.TIMEOUT), {}
     if "no model found: SUCCESS" in text:
@@ -54,7 +59,11 @@ def read_bmc(text: str, skip: int = 0) -> tuple[Verdict, dict[int, dict[str, int
         if row:
             bits = row.group(3).replace("x", "0").replace("z", "0").replace("-", "0")
             table.setdefault(int(row.group(1)), {})[row.group(2)] = int(bits, 2)
-    first = min((t for t, values in table.items() if t > skip and values.get("trigger")), default=max(table, default=1))
+    def held(values: dict[str, int]) -> bool:
+        return reset is not None and values.get(f"in_{reset[0]}") == reset[1]
+
+    differ = [t for t, values in table.items() if t > skip and values.get("trigger")]
+    first = min((t for t in differ if not held(table[t])), default=min(differ, default=max(table, default=1)))
     return Verdict(Outcome.FAILED, first), table
 
 

