@@ -118,7 +118,9 @@ def decode_line(line: bytes) -> Any:
 class Limits:
     """Per-evaluation limits: simulated cycles (checked before running) and wall-clock
     seconds per evaluation; ``startup_s`` bounds a simulator process from its start until
-    the harness reports it is ready (elaboration, Python start-up), counted apart."""
+    the harness reports it is ready (elaboration, Python start-up), counted apart, in CPU
+    seconds of the process (a wall-clock backstop, :func:`hwtp.sim.procs.backstop`, catches one
+    that is stuck or starved)."""
 
     max_cycles: int = 100_000
     wall_s: float = 30.0

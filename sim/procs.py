@@ -31,8 +31,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -152,6 +154,64 @@ def cpu_seconds(proc: subprocess.Popen[Any]) -> float | None:
             ticks += found[0]
             todo += found[1]
     return ticks / _TICKS
+
+
+#: The wall-clock backstop: this many times the CPU limit, plus the slack below.
+BACKSTOP_FACTOR = 10.0
+BACKSTOP_SLACK_S = 30.0
+
+
+def backstop(limit_s: float) -> float:
+    """Wall-clock seconds after which a process with a CPU limit of ``limit_s`` is stopped
+    whatever CPU it used: it is stuck, or the machine gives it almost no CPU."""
+    return BACKSTOP_FACTOR * limit_s + BACKSTOP_SLACK_S
+
+
+class Overrun(str, Enum):
+    """Which limit stopped a process."""
+
+    CPU = "cpu"  # its CPU seconds: the verdict's own limit
+    WALL = "wall"  # the wall-clock backstop: stuck, or starved by other work
+
+
+class CpuClock:
+    """CPU seconds a process has used since a mark (wall-clock seconds without ``/proc``), and
+    the wall-clock seconds since it. Once the process has gone its last reading stands (a
+    reading is at most one poll old)."""
+
+    def __init__(self, proc: subprocess.Popen[Any]) -> None:
+        self.proc = proc
+        self.wall_only = cpu_seconds(proc) is None and proc.poll() is None
+        self.last = 0.0
+        self.mark()
+        self.start = self.cpu0
+
+    def _cpu(self) -> float:
+        if self.wall_only:
+            return time.monotonic()
+        used = cpu_seconds(self.proc)
+        if used is not None:
+            self.last = used
+        return self.last
+
+    def mark(self) -> None:
+        self.cpu0, self.wall0 = self._cpu(), time.monotonic()
+
+    def cpu(self) -> float:
+        return self._cpu() - self.cpu0
+
+    def total(self) -> float:
+        """CPU seconds since the clock was made."""
+        return self._cpu() - self.start
+
+    def wall(self) -> float:
+        return time.monotonic() - self.wall0
+
+    def over(self, limit_s: float) -> Overrun | None:
+        """Which limit the process has passed since the mark, if any."""
+        if self.cpu() > limit_s:
+            return Overrun.CPU
+        return Overrun.WALL if self.wall() > backstop(limit_s) else None
 
 
 def run(argv: Sequence[str], timeout: float | None = None, **kwargs: Any) -> subprocess.CompletedProcess[Any]:

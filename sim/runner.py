@@ -2,14 +2,15 @@
 
 One process runs many evaluations (the harness streams a result line per evaluation). Two
 budgets, counted apart: start-up (process start and elaboration, until the harness reports
-it is ready; ``Limits.startup_s``) and each evaluation's own wall clock (``Limits.wall_s``,
-from the moment the previous result, or the ready line, was written). A watchdog kills a
-process whose current evaluation exceeds its budget (that evaluation is a ``timeout``, the
-mutant possibly non-terminating); a process that dies marks the evaluation it held as
-``error`` with the simulator's message (a design fault: ``$finish``, ``$fatal``, a
-combinational loop) or the log tail, and the rest are re-run in a fresh process. A process
-that cannot get ready is not retried: the design (or the toolchain) is broken. The number of
-results always equals the number of evaluations.
+it is ready; ``Limits.startup_s`` CPU seconds of the process, with a wall-clock backstop)
+and each evaluation's own wall clock (``Limits.wall_s``, from the moment the previous
+result, or the ready line, was written). A watchdog kills a process whose current
+evaluation exceeds its budget (that evaluation is a ``timeout``, the mutant possibly
+non-terminating); a process that dies marks the evaluation it held as ``error`` with the
+simulator's message (a design fault: ``$finish``, ``$fatal``, a combinational loop) or the
+log tail, and the rest are re-run in a fresh process. A process that cannot get ready is not
+retried: the design (or the toolchain) is broken. The number of results always equals the
+number of evaluations.
 """
 
 from __future__ import annotations
@@ -73,8 +74,15 @@ class EvalResult:
 
     def as_line(self) -> dict[str, Any]:
         """The JSON form the harness writes (and the run store keeps)."""
-        line = {"id": self.id, "status": self.status.value, "first": self.first, "tests": list(self.tests),
-                "cycles": self.cycles, "reason": self.reason, "seconds": self.seconds}
+        line = {
+            "id": self.id,
+            "status": self.status.value,
+            "first": self.first,
+            "tests": list(self.tests),
+            "cycles": self.cycles,
+            "reason": self.reason,
+            "seconds": self.seconds,
+        }
         if self.fault:
             line["fault"] = self.fault.value
         return line
@@ -182,7 +190,8 @@ class Ending(Enum):
     TIMEOUT = "timeout"  # the current evaluation exceeded its budget: killed
     ERROR = "error"  # it died after it was ready
     STARTUP = "startup"  # it died before it was ready
-    STARTUP_TIMEOUT = "startup-timeout"  # not ready within the start-up budget: killed
+    STARTUP_TIMEOUT = "startup-timeout"  # not ready within the start-up budget (CPU s): killed
+    STARTUP_STALLED = "startup-stalled"  # not ready within the wall-clock backstop, under its CPU budget
     BUDGET = "budget"  # the caller's overall deadline passed: killed
 
 
@@ -235,11 +244,13 @@ def _run_process(
         return bool(new)
 
     try:
-        with log_path.open("w", encoding="utf-8") as log_fh, procs.supervised(
-            argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT
-        ) as proc:
+        with (
+            log_path.open("w", encoding="utf-8") as log_fh,
+            procs.supervised(argv, cwd=workdir, env=environ, stdout=log_fh, stderr=subprocess.STDOUT) as proc,
+        ):
             counters.add(processes=1)
-            started = since = time.monotonic()
+            since = time.monotonic()
+            clock = procs.CpuClock(proc)  # the start-up budget, in the process's own CPU seconds
             while True:
                 finished = procs.wait(proc, _POLL_S)
                 was_ready = tail.ready
@@ -254,8 +265,8 @@ def _run_process(
                 elif deadline is not None and now > deadline:
                     kind, over = Ending.BUDGET, True
                 elif not tail.ready:
-                    over = now - started > limits.startup_s
-                    kind = Ending.STARTUP_TIMEOUT if over else None
+                    kind = _startup_over(clock, limits)
+                    over = kind is not None
                 else:
                     over = now - since > limits.wall_s
                     kind = Ending.TIMEOUT if over else None
@@ -268,6 +279,16 @@ def _run_process(
     return _Ended(tail.results, kind, log_tail(log_path, 400), tail.ready, proc.returncode)
 
 
+def _startup_over(clock: procs.CpuClock, limits: Limits) -> Ending | None:
+    """Whether a simulator not yet ready has passed its start-up budget: CPU seconds of its own
+    (so a starved process on a busy machine is not taken for a design that never settles), or
+    the wall-clock backstop (:func:`hwtp.sim.procs.backstop`: stuck, or given almost no CPU)."""
+    overrun = clock.over(limits.startup_s)
+    if overrun is None:
+        return None
+    return Ending.STARTUP_TIMEOUT if overrun == procs.Overrun.CPU else Ending.STARTUP_STALLED
+
+
 def _startup_failure(ended: _Ended, limits: Limits) -> Exception:
     """The error for a simulator process that never got ready (not retried: every process
     of this build would fail the same way)."""
@@ -277,9 +298,14 @@ def _startup_failure(ended: _Ended, limits: Limits) -> Exception:
     short = "\n".join(ended.log.splitlines()[-_LOG_TAIL_LINES:])
     if ended.kind == Ending.STARTUP_TIMEOUT:
         return DesignError(
-            f"the simulator was not ready within its start-up budget of {limits.startup_s:g} s: the design may "
-            f"never settle at time 0 (a loop in an initial block, a combinational loop), or the machine is "
-            f"overloaded; log tail:\n{short}"
+            f"the simulator was not ready within its start-up budget of {limits.startup_s:g} CPU s: the design "
+            f"may never settle at time 0 (a loop in an initial block, a combinational loop); log tail:\n{short}"
+        )
+    if ended.kind == Ending.STARTUP_STALLED:
+        return SimulationError(
+            f"the simulator was not ready after {procs.backstop(limits.startup_s):g} s of wall-clock time, having "
+            f"used less than its start-up budget of {limits.startup_s:g} CPU s: it is stuck, or the machine gives "
+            f"it almost no CPU (other work, or a high nice value); log tail:\n{short}"
         )
     return SimulationError(
         f"the simulator process exited before it was ready (exit code {ended.code}); log tail:\n{short}"
@@ -334,8 +360,9 @@ def run_job(
             with lock:
                 progress(n)
 
-    ctx = _Context(build, workdir, plusargs, counters or Counters(), tick if jobs > 1 else progress, on_result,
-                   deadline, drop_hung)
+    ctx = _Context(
+        build, workdir, plusargs, counters or Counters(), tick if jobs > 1 else progress, on_result, deadline, drop_hung
+    )
     if jobs == 1:
         return _run_chunk(job, ctx)
     size = -(-len(evaluations) // jobs)
@@ -346,8 +373,9 @@ def run_job(
     return out
 
 
-def run_parallel(build: Build, job: Job, jobs: int = 1, workdir: Path | None = None,
-                 **options: Any) -> list[EvalResult]:
+def run_parallel(
+    build: Build, job: Job, jobs: int = 1, workdir: Path | None = None, **options: Any
+) -> list[EvalResult]:
     """:func:`run_job` with ``jobs`` processes at once (the same keyword arguments)."""
     return run_job(build, job, workdir, jobs=jobs, **options)
 
@@ -375,12 +403,16 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
         while pending:
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
                 for ev in pending:
-                    put(EvalResult(ev.id, EvalStatus.TIMEOUT, reason="not run: the time budget was spent",
-                                   fault=Fault.BUDGET))
+                    put(
+                        EvalResult(
+                            ev.id, EvalStatus.TIMEOUT, reason="not run: the time budget was spent", fault=Fault.BUDGET
+                        )
+                    )
                 break
             batch = replace(job, evaluations=tuple(pending))
-            ended = _run_process(ctx.build, batch, Path(tmp) / f"p{attempt}", ctx.plusargs, ctx.counters,
-                                 ctx.on_result, ctx.deadline)
+            ended = _run_process(
+                ctx.build, batch, Path(tmp) / f"p{attempt}", ctx.plusargs, ctx.counters, ctx.on_result, ctx.deadline
+            )
             attempt += 1
             procs.check()
             for r in ended.results:
@@ -390,7 +422,7 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
             pending = pending[len(ended.results) :]
             if not pending or ended.kind is None:
                 continue
-            if ended.kind in (Ending.STARTUP, Ending.STARTUP_TIMEOUT):
+            if ended.kind in (Ending.STARTUP, Ending.STARTUP_TIMEOUT, Ending.STARTUP_STALLED):
                 raise _startup_failure(ended, job.limits)
             if ended.kind == Ending.BUDGET:
                 continue  # the loop head marks the rest
@@ -402,16 +434,25 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
                     skipped = [ev for ev in pending if ev.mutant == held.mutant]
                     pending = [ev for ev in pending if ev.mutant != held.mutant]
                     for ev in skipped:
-                        put(EvalResult(ev.id, EvalStatus.TIMEOUT, reason=f"{reason} (an earlier evaluation)",
-                                       fault=Fault.HANG))
+                        put(
+                            EvalResult(
+                                ev.id, EvalStatus.TIMEOUT, reason=f"{reason} (an earlier evaluation)", fault=Fault.HANG
+                            )
+                        )
                 continue
             put(died(held.id, ended.log))
             if ctx.drop_hung and results[held.id].fault == Fault.DESIGN and held.mutant == 0:
                 # golden stops the simulator: mutants up to the next golden evaluation prove nothing
                 while pending and pending[0].mutant != 0:
                     ev = pending.pop(0)
-                    put(EvalResult(ev.id, EvalStatus.ERROR, reason=f"not run: golden {results[held.id].reason}",
-                                   fault=Fault.DESIGN))
+                    put(
+                        EvalResult(
+                            ev.id,
+                            EvalStatus.ERROR,
+                            reason=f"not run: golden {results[held.id].reason}",
+                            fault=Fault.DESIGN,
+                        )
+                    )
     return [results[ev.id] for ev in job.evaluations]
 
 
@@ -420,8 +461,9 @@ def over_cycle_limit(ev: Evaluation, limits: Limits) -> EvalResult | None:
     not run), else None."""
     if ev.cycles <= limits.max_cycles:
         return None
-    return EvalResult(ev.id, EvalStatus.TIMEOUT,
-                      reason=f"plan simulates {ev.cycles} cycles, over the limit of {limits.max_cycles}")
+    return EvalResult(
+        ev.id, EvalStatus.TIMEOUT, reason=f"plan simulates {ev.cycles} cycles, over the limit of {limits.max_cycles}"
+    )
 
 
 def died(id_: str, log_text: str) -> EvalResult:

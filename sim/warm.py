@@ -61,6 +61,7 @@ from hwtp.sim.runner import (
     Fault,
     _Ended,
     _startup_failure,
+    _startup_over,
     died,
     log_tail,
     over_cycle_limit,
@@ -345,15 +346,16 @@ class _Worker:
             self.log_fh = log_path.open("w", encoding="utf-8")
             self.proc = procs.spawn(argv, cwd=self.folder, env=environ, stdout=self.log_fh, stderr=subprocess.STDOUT)
             pool.counters.add(processes=1)
-            started = time.monotonic()
+            clock = procs.CpuClock(self.proc)
             ready: dict[str, Any] | None = None
             kind = Ending.STARTUP
             while ready is None:
                 procs.check()
                 if pool._closed:
                     raise _NotReady(SimulationError("the warm pool was closed"))
-                if time.monotonic() - started > pool.limits.startup_s:
-                    kind = Ending.STARTUP_TIMEOUT
+                over = _startup_over(clock, pool.limits)
+                if over is not None:
+                    kind = over
                     break
                 if self.conn is None:
                     with contextlib.suppress(TimeoutError):

@@ -6,8 +6,12 @@ library is compiled once for all builds (``hwtp.sim.verilated_runtime``)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +21,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.cli import main
 from hwtp.design import Design, load_design, shipped_names
+from hwtp.sim import procs
 
 DATA = Path(__file__).parent / "data"
 
@@ -36,6 +41,34 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def starve_next_process() -> Callable[[float], threading.Thread]:
+    """``starve_next_process(seconds)``: a thread that stops the next process hwtp starts (its
+    whole group, SIGSTOP), as a machine giving it no CPU would, and lets it go on after
+    ``seconds``; join it after the call under test."""
+
+    def start(seconds: float) -> threading.Thread:
+        before = set(procs._live)
+
+        def stop() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                new = [p for p in list(procs._live) if p not in before]
+                if new:
+                    os.killpg(new[0].pid, signal.SIGSTOP)
+                    time.sleep(seconds)
+                    with contextlib.suppress(ProcessLookupError):  # killed meanwhile
+                        os.killpg(new[0].pid, signal.SIGCONT)
+                    return
+                time.sleep(0.001)
+
+        thread = threading.Thread(target=stop, daemon=True)
+        thread.start()
+        return thread
+
+    return start
 
 
 @pytest.fixture

@@ -111,8 +111,9 @@ def hang_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, str
     """``hwtp mutate -n 0`` (every site) on a design with a `while` loop: (folder, seconds, output)."""
     root = tmp_path_factory.mktemp("hang")
     start = time.monotonic()
-    proc = hwtp("mutate", HANG, "-n", "0", "--eval-timeout", "2", "-j", "2", "-o", root / "mut",
-                env=environment(root), cwd=root)
+    proc = hwtp(
+        "mutate", HANG, "-n", "0", "--eval-timeout", "2", "-j", "2", "-o", root / "mut", env=environment(root), cwd=root
+    )
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     return root / "mut", time.monotonic() - start, out
@@ -191,9 +192,29 @@ def test_start_up_has_its_own_budget(hang_set: tuple[Path, float, str]) -> None:
     build = schemata_build(mutant_set)
     job = Job(mutant_set.design, (Evaluation("e", ()),), limits=Limits(wall_s=30.0, startup_s=0.2))
     start = time.monotonic()
-    with pytest.raises(DesignError, match=r"not ready within its start-up budget of 0\.2 s"):
+    with pytest.raises(DesignError, match=r"not ready within its start-up budget of 0\.2 CPU s"):
         run_job(build, job)
-    assert time.monotonic() - start < 2.0  # not retried, not the evaluation's 30 s
+    assert time.monotonic() - start < 25.0  # not retried, not the evaluation's 30 s (0.2 CPU s: busy or not)
+
+
+@pytest.mark.sim
+def test_start_up_counts_the_simulators_cpu_not_the_wall_clock(
+    hang_set: tuple[Path, float, str], starve_next_process: Any
+) -> None:
+    # the batch process gets no CPU for 4 s (SIGSTOP), twice its 2 CPU s budget in wall time
+    from hwtp.score import schemata_build
+    from hwtp.sim.job import Evaluation, Job, Limits
+    from hwtp.sim.runner import EvalStatus, run_job
+
+    mutant_set = mutantset.load(hang_set[0])
+    build = schemata_build(mutant_set)
+    job = Job(mutant_set.design, (Evaluation("e", ()),), limits=Limits(wall_s=30.0, startup_s=2.0))
+    stopper = starve_next_process(4.0)
+    start = time.monotonic()
+    [result] = run_job(build, job)
+    stopper.join()
+    assert time.monotonic() - start >= 4.0  # it was stopped before it got ready
+    assert result.status == EvalStatus.PASS, result  # golden, no tests
 
 
 # -- interrupts and orphans ----------------------------------------------------------------
@@ -241,8 +262,24 @@ def test_ctrl_c_during_run_keeps_results_and_the_rerun_resumes(tmp_path: Path) -
     records = [{"state": s, "sample": k, "completion": LONG_PLAN} for s in states for k in range(4)]
     (replay / "plans.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     rundir = tmp_path / "run"
-    args = ("run", HANG, "-o", rundir, "--states", "3", "-G", "4", "--policy", "replay", "--from", replay,
-            "--witness-cycles", "200", "-j", "1")
+    args = (
+        "run",
+        HANG,
+        "-o",
+        rundir,
+        "--states",
+        "3",
+        "-G",
+        "4",
+        "--policy",
+        "replay",
+        "--from",
+        replay,
+        "--witness-cycles",
+        "200",
+        "-j",
+        "1",
+    )
     proc = hwtp(*args, env=environment(tmp), cwd=tmp_path)
     wait_for("stored evaluations", lambda: (rundir / "run.db").exists() and bool(_evaluations(rundir)), proc, 600)
     seconds, err = interrupt(proc)
@@ -346,8 +383,16 @@ def test_stop_all_kills_what_runs_and_refuses_new_processes(tmp_path: Path) -> N
 def test_a_result_line_reads_back_typed_and_writes_the_same_json() -> None:
     from hwtp.sim.runner import EvalResult, EvalStatus, Fault
 
-    line = {"id": "e1", "status": "timeout", "first": None, "tests": [], "cycles": 7, "reason": "slow",
-            "seconds": 0.5, "fault": "hang"}
+    line = {
+        "id": "e1",
+        "status": "timeout",
+        "first": None,
+        "tests": [],
+        "cycles": 7,
+        "reason": "slow",
+        "seconds": 0.5,
+        "fault": "hang",
+    }
     result = EvalResult.from_line(line)
     assert (result.status, result.fault) == (EvalStatus.TIMEOUT, Fault.HANG)
     assert json.dumps(result.as_line()) == json.dumps(line)
@@ -381,12 +426,12 @@ def test_folders_of_dead_processes_are_swept(tmp_path: Path) -> None:
         ("fault_initial", "$fatal: fault_initial.v:7: Assertion failed in hwtp_top.dut: this design refuses to start"),
     ],
 )
-def test_a_design_that_stops_the_simulator_is_bad_input(
-    run_cli: Any, tmp_path: Path, name: str, message: str
-) -> None:
+def test_a_design_that_stops_the_simulator_is_bad_input(run_cli: Any, tmp_path: Path, name: str, message: str) -> None:
     plan = tmp_path / "plan.yaml"
-    plan.write_text("tests:\n- name: t\n  steps:\n  - drive: {a: 15}\n  - wait: 1\n  - expect: {y: 0}\n"
-                    "  - drive: {a: 1}\n  - wait: 1\n  - expect: {y: 2}\n")
+    plan.write_text(
+        "tests:\n- name: t\n  steps:\n  - drive: {a: 15}\n  - wait: 1\n  - expect: {y: 0}\n"
+        "  - drive: {a: 1}\n  - wait: 1\n  - expect: {y: 2}\n"
+    )
     code, _, err = run_cli("sim", DATA / f"{name}.v", plan, "--clock", "none")
     assert code == 2, err
     assert message in err and "Traceback" not in err

@@ -25,6 +25,7 @@ from hwtp.formal.miter import Bounds
 from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
 from hwtp.mutators.site import Site
+from hwtp.sim import procs
 from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
@@ -359,8 +360,8 @@ def test_a_stuck_process_is_stopped_by_the_wall_clock_backstop(tmp_path: Path, m
     exe = _stand_in(tmp_path, "time.sleep(600)")
     start = time.monotonic()
     run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.2, cwd=tmp_path)
-    assert run.stopped == "a" and run.overrun == yosys.Overrun.WALL, run
-    assert time.monotonic() - start >= yosys.backstop(0.2)  # not at the 0.2 s CPU limit
+    assert run.stopped == "a" and run.overrun == procs.Overrun.WALL, run
+    assert time.monotonic() - start >= procs.backstop(0.2)  # not at the 0.2 s CPU limit
     assert "wall-clock backstop of 4 s" in yosys.limit_reason(run.overrun, 0.2)
 
 
@@ -372,7 +373,7 @@ def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(
     exe = _stand_in(tmp_path, "while True: pass")
     with _burners():
         run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 1.0, cwd=tmp_path)
-    assert run.stopped == "a" and run.overrun == yosys.Overrun.CPU, run
+    assert run.stopped == "a" and run.overrun == procs.Overrun.CPU, run
     assert 1.0 <= run.seconds["a"] < 2.0, run.seconds
     assert yosys.limit_reason(run.overrun, 1.0) == "time limit of 1 CPU s"
 

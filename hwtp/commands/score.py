@@ -85,7 +85,10 @@ def kill_matrix(scores: Scores) -> str:
     type=POSITIVE,
     default=60.0,
     show_default=True,
-    help="Wall-clock s for a simulator process to start, until the harness is ready.",
+    help=(
+        "CPU s for a simulator process to start, until the harness is ready "
+        "(a wall-clock backstop of 10x + 30 s catches one that is stuck or starved)."
+    ),
 )
 @click.option(
     "--reward-levels", default="0,1,2", show_default=True, callback=_levels, help="Rewards INVALID,PASS,DETECT."

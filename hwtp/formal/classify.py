@@ -278,7 +278,7 @@ def _pdr_worth(verdict: Verdict, limit_s: float) -> bool:
     reason = str(verdict.proof.get("reason", ""))
     return verdict.klass == MutantClass.UNKNOWN and (
         (verdict.proof.get("method") == "bmc" and "bounded proof" in reason)
-        or reason == yosys.limit_reason(yosys.Overrun.CPU, limit_s)
+        or reason == yosys.limit_reason(procs.Overrun.CPU, limit_s)
     )
 
 
@@ -326,7 +326,7 @@ def _no_counterexample(
     if bmc.outcome == Outcome.TIMEOUT:
         return _unknown(
             f"the bounded check hit Yosys' SAT time limit (the wall-clock backstop of "
-            f"{yosys.backstop(config.bounds.timeout_s):g} s)",
+            f"{procs.backstop(config.bounds.timeout_s):g} s)",
             **base,
         )
     if bmc.outcome != Outcome.PROVED:
@@ -342,7 +342,7 @@ def _no_counterexample(
         Outcome.FAILED: "but a register differs from golden's, so induction over matched registers does not apply",
         Outcome.OPEN: f"and induction did not close within {config.bounds.induction} steps",
         Outcome.TIMEOUT: f"and induction hit Yosys' SAT time limit (the wall-clock backstop of "
-        f"{yosys.backstop(config.bounds.timeout_s):g} s)",
+        f"{procs.backstop(config.bounds.timeout_s):g} s)",
         Outcome.NONE: "and Yosys gave no verdict for induction",
     }
     return _unknown(bounded + reasons[ind.outcome], method="bmc", depth=depth, **base)

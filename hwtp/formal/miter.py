@@ -36,11 +36,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hwtp.design import Design, SourceFile
-from hwtp.formal.yosys import backstop
 from hwtp.mutantset import Mutant, MutantSet
 from hwtp.mutators.schemata import SELECTOR, render, selector_declaration
 from hwtp.rtl import module_body_offsets
 from hwtp.sim.backends import NO_OPTIONS, BuildOptions
+from hwtp.sim.procs import backstop
 
 #: The selector as Yosys sees it: a wire the script ties to a constant per copy.
 SELECTOR_WIRE = f" (* keep *) wire [31:0] {SELECTOR};"

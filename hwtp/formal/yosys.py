@@ -7,7 +7,7 @@ its own verdict.
 
 Every limit counts CPU seconds of the tool's process and the processes below it
 (:func:`hwtp.sim.procs.cpu_seconds`, polled every :data:`POLL_S`), so a verdict does not
-move with the machine's load. A wall-clock backstop (:func:`backstop`: ``BACKSTOP_FACTOR``
+move with the machine's load. A wall-clock backstop (:func:`hwtp.sim.procs.backstop`: ``BACKSTOP_FACTOR``
 times the limit plus ``BACKSTOP_SLACK_S``) catches only a process that is stuck or starved;
 its verdict says so. The tools' own time limits are given the backstop: Yosys' ``sat
 -timeout`` is an alarm on the wall clock, and ABC's ``pdr -T`` reads ``Abc_Clock``, which
@@ -25,9 +25,7 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -69,81 +67,25 @@ def find_abc(exe: str) -> str | None:
 
 #: How often the host reads a tool's CPU time while it waits for its next output line.
 POLL_S = 0.1
-#: The wall-clock backstop: this many times the CPU limit, plus the slack below.
-BACKSTOP_FACTOR = 10.0
-BACKSTOP_SLACK_S = 30.0
 
 
-def backstop(limit_s: float) -> float:
-    """Wall-clock seconds after which a process with a CPU limit of ``limit_s`` is stopped
-    whatever CPU it used: it is stuck, or the machine gives it almost no CPU."""
-    return BACKSTOP_FACTOR * limit_s + BACKSTOP_SLACK_S
-
-
-class Overrun(str, Enum):
-    """Which limit stopped a process."""
-
-    CPU = "cpu"  # its CPU seconds: the verdict's own limit
-    WALL = "wall"  # the wall-clock backstop: stuck, or starved by other work
-
-
-def limit_reason(overrun: Overrun | None, limit_s: float) -> str:
+def limit_reason(overrun: procs.Overrun | None, limit_s: float) -> str:
     """The verdict's reason for a process stopped by ``overrun``."""
-    if overrun == Overrun.WALL:
+    if overrun == procs.Overrun.WALL:
         return (
-            f"the wall-clock backstop of {backstop(limit_s):g} s (the process used less than its "
+            f"the wall-clock backstop of {procs.backstop(limit_s):g} s (the process used less than its "
             f"{limit_s:g} CPU s: stuck, or starved by other work on the machine)"
         )
     return f"time limit of {limit_s:g} CPU s"
 
 
-class Clock:
-    """CPU seconds a process has used since a mark (wall-clock seconds without ``/proc``), and
-    the wall-clock seconds since it. Once the process has gone its last reading stands (a
-    reading is at most one poll old)."""
-
-    def __init__(self, proc: subprocess.Popen[Any]) -> None:
-        self.proc = proc
-        self.wall_only = procs.cpu_seconds(proc) is None and proc.poll() is None
-        self.last = 0.0
-        self.mark()
-        self.start = self.cpu0
-
-    def _cpu(self) -> float:
-        if self.wall_only:
-            return time.monotonic()
-        used = procs.cpu_seconds(self.proc)
-        if used is not None:
-            self.last = used
-        return self.last
-
-    def mark(self) -> None:
-        self.cpu0, self.wall0 = self._cpu(), time.monotonic()
-
-    def cpu(self) -> float:
-        return self._cpu() - self.cpu0
-
-    def total(self) -> float:
-        """CPU seconds since the clock was made."""
-        return self._cpu() - self.start
-
-    def wall(self) -> float:
-        return time.monotonic() - self.wall0
-
-    def over(self, limit_s: float) -> Overrun | None:
-        """Which limit the process has passed since the mark, if any."""
-        if self.cpu() > limit_s:
-            return Overrun.CPU
-        return Overrun.WALL if self.wall() > backstop(limit_s) else None
-
-
 def run_limited(
     argv: list[str], limit_s: float, **kwargs: Any
-) -> tuple[subprocess.CompletedProcess[str] | None, float, Overrun | None]:
+) -> tuple[subprocess.CompletedProcess[str] | None, float, procs.Overrun | None]:
     """Run ``argv`` (output captured as text) within ``limit_s`` CPU seconds: (the finished
     process, or None when a limit stopped it; the CPU seconds it used; which limit)."""
     with procs.supervised(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs) as proc:
-        clock = Clock(proc)
+        clock = procs.CpuClock(proc)
         while True:
             try:
                 out, err = proc.communicate(timeout=POLL_S)
@@ -180,7 +122,7 @@ def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path)
         return Pdr(None, used)
     # pdr -T gets the backstop: whether ABC counts CPU or wall time, the host's CPU limit comes first
     run, spent, _ = run_limited(
-        [abc, "-c", f"read_aiger {aiger}; fold; strash; pdr -T {math.ceil(backstop(left))}"], left, cwd=cwd
+        [abc, "-c", f"read_aiger {aiger}; fold; strash; pdr -T {math.ceil(procs.backstop(left))}"], left, cwd=cwd
     )
     used += spent
     out = run.stdout if run is not None else ""
@@ -206,7 +148,7 @@ class Run:
     finished: list[str] = field(default_factory=list)
     stopped: str | None = None
     error: str | None = None
-    overrun: Overrun | None = None
+    overrun: procs.Overrun | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     cpu_s: float = 0.0  # the whole invocation's CPU seconds, up to its last marker or its stop
 
@@ -268,7 +210,7 @@ def _follow(
     result: Run,
 ) -> None:
     current: str | None = None
-    clock = Clock(proc)
+    clock = procs.CpuClock(proc)
     tail: list[str] = []
     while True:
         try:
