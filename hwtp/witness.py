@@ -42,7 +42,7 @@ class WitnessConfig:
     jobs: int = 1
     eval_s: float = 3.0  # wall-clock seconds per evaluation; over it a mutant is non-terminating
     total_s: float = 300.0  # wall-clock seconds for the whole search (the build not counted)
-    startup_s: float = 60.0  # wall-clock seconds for a simulator process to become ready
+    startup_s: float = 60.0  # CPU s for a simulator process to become ready (hwtp.sim.runner)
 
 
 @dataclass(frozen=True)

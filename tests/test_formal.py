@@ -20,7 +20,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import Clock, Reset, load_design
 from hwtp.formal import yosys
-from hwtp.formal.classify import REPLAY_STARTUP_S, FormalConfig, check
+from hwtp.formal.classify import FormalConfig, check
 from hwtp.formal.miter import Bounds
 from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
@@ -125,7 +125,7 @@ def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[st
     build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
     ops, cycles = compile_plan(witness, design), plan_cycles(witness, design)  # type: ignore[arg-type]
     evaluations = (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles))
-    job = Job(design, evaluations, limits=Limits(startup_s=REPLAY_STARTUP_S))  # a loaded machine starts slowly
+    job = Job(design, evaluations, limits=Limits())  # start-up in CPU s: a loaded machine starts it slowly
     results = {r.id: r.status for r in run_parallel(build, job)}
     return results["g"], results["m"]
 

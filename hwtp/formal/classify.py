@@ -29,11 +29,6 @@ from hwtp.witness import WitnessConfig, replay
 log = logging.getLogger("hwtp.formal")
 
 
-#: Wall-clock s for the replay's simulator to start: a backstop (a loaded machine must not turn
-#: a counterexample into an error), as the replay's per-evaluation ``eval_s`` is.
-REPLAY_STARTUP_S = 300.0
-
-
 @dataclass(frozen=True)
 class FormalConfig:
     """Bounds of the checker and of the simulator replay."""
@@ -232,7 +227,7 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                         design,
                         part.sources,
                         mine,
-                        WitnessConfig(jobs=config.jobs, eval_s=config.eval_s, startup_s=REPLAY_STARTUP_S),
+                        WitnessConfig(jobs=config.jobs, eval_s=config.eval_s),
                     )
                 )
         for mid in stimuli:
