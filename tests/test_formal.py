@@ -212,7 +212,7 @@ def test_pdr_starts_from_the_power_on_reset(tmp_path: Path) -> None:
 def test_what_the_checker_cannot_handle_is_unknown_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)  # the CPU limit, however starved the machine
+    monkeypatch.setattr(procs, "BACKSTOP_SLACK_S", 3600.0)  # the CPU limit, however starved the machine
     neg = _set(tmp_path, NEG, "neg", [("(d)", "(~d)", "(d)")], clock=Clock("clk"), reset=Reset("rst", "high", 1))
     verdict = check(neg, neg.mutants, FormalConfig())["m0001"]
     assert verdict.klass == MutantClass.UNKNOWN and "falling clock edge" in verdict.proof["reason"]
@@ -348,7 +348,7 @@ def _burners(n: int = 2) -> Iterator[None]:
 def test_a_process_that_sleeps_past_the_cpu_limit_is_not_stopped_at_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)  # however starved the machine leaves it
+    monkeypatch.setattr(procs, "BACKSTOP_SLACK_S", 3600.0)  # however starved the machine leaves it
     exe = _stand_in(tmp_path, "time.sleep(2.0)")
     run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.5, cwd=tmp_path)
     assert run.finished == ["a"] and run.stopped is None and run.overrun is None, run
@@ -356,7 +356,7 @@ def test_a_process_that_sleeps_past_the_cpu_limit_is_not_stopped_at_it(
 
 
 def test_a_stuck_process_is_stopped_by_the_wall_clock_backstop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 2.0)  # backstop: 10 x 0.2 + 2 = 4 s
+    monkeypatch.setattr(procs, "BACKSTOP_SLACK_S", 2.0)  # backstop: 10 x 0.2 + 2 = 4 s
     exe = _stand_in(tmp_path, "time.sleep(600)")
     start = time.monotonic()
     run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 0.2, cwd=tmp_path)
@@ -369,7 +369,7 @@ def test_a_busy_process_is_stopped_near_its_cpu_limit_beside_a_cpu_burner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the backstop out of the way: a process at nice 19 beside other work may get 1% of a core
-    monkeypatch.setattr(yosys, "BACKSTOP_SLACK_S", 3600.0)
+    monkeypatch.setattr(procs, "BACKSTOP_SLACK_S", 3600.0)
     exe = _stand_in(tmp_path, "while True: pass")
     with _burners():
         run = yosys.run_script(exe, tmp_path / "check.ys", "HWTP_BEGIN", 1.0, cwd=tmp_path)
