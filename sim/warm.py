@@ -176,6 +176,10 @@ class _Worker:
         self.log_fh: IO[str] | None = None
         self.folder = Path()
         self.inbuf = bytearray()
+        # work was sent to a process that had sat idle, and no result came back since: were it
+        # found dead now, it may have died unseen while idle (killed, or its last thread still
+        # exiting when the send went through), so its evaluations get one fresh process first
+        self.unproven = False
         self.thread = threading.Thread(target=self._main, name=f"hwtp-warm-{number}", daemon=True)
 
     # -- the thread ---------------------------------------------------------------------------
@@ -218,8 +222,11 @@ class _Worker:
                 for task in new:
                     out += task.line
                 # sent at once (each wait for the GIL counts when the caller's thread is busy)
-                if self.proc is not None and not self._send(out) and idle:
-                    self._stop_process()  # it died while idle: no evaluation of its own to blame
+                if self.proc is not None and idle:
+                    if self._send(out):
+                        self.unproven = True
+                    else:
+                        self._stop_process()  # it died while idle: no evaluation of its own to blame
                 if self.proc is None:
                     try:
                         self._start()
@@ -302,15 +309,21 @@ class _Worker:
             task.ticket.put(result)
             self.pool.counters.add(evaluations=1)
             got = True
+            self.unproven = False
         return got
 
     def _fault(self, kind: Ending, inflight: deque[_Task]) -> None:
         """The process is over budget or dead: stop it, settle the evaluation it held (unless
         its result arrived meanwhile), give the rest back to the queue."""
-        self._stop_process(drain=inflight)
+        unproven, holding = self.unproven and kind == Ending.ERROR, len(inflight)
+        self._stop_process(drain=inflight)  # forgets the process: the next one is proven fresh
         if not inflight:
             return
         procs.check()
+        if unproven and len(inflight) == holding:  # dead before any result: nothing shows it ran one
+            self.pool._requeue(list(inflight))
+            inflight.clear()
+            return
         held = inflight.popleft()
         ev = held.evaluation
         if kind == Ending.TIMEOUT:
@@ -400,6 +413,7 @@ class _Worker:
             self.log_fh.close()
         self.proc = self.conn = self.log_fh = None
         self.pid = None
+        self.unproven = False
 
 
 class WarmPool:

@@ -188,6 +188,36 @@ def test_a_worker_killed_while_idle_costs_no_evaluation(cases: dict[str, Case]) 
         assert pool.stats()["processes"] == 2
 
 
+def test_a_worker_dead_before_its_first_result_after_idle_costs_no_evaluation(cases: dict[str, Case]) -> None:
+    # the work reached an idle process's socket, then the process died without a result (killed
+    # while stopped, or its last thread still exiting when the send went through): nothing shows
+    # any evaluation killed it, so they run again in one fresh process; a fresh process that
+    # dies before its first result blames the evaluation it held
+    case = cases[SEQUENTIAL]
+    long_plan = parse_plan("tests:\n- name: long\n  steps:\n  - wait: 20000\n  - expect: {q: 0}\n")
+    long = Evaluation("long", compile_plan(long_plan, case.design))
+    with case.pool(workers=1) as pool:
+        pool.run(case.evaluations[:1])
+        [first] = pool.pids()
+        os.kill(first, signal.SIGSTOP)  # it reads nothing now: the next call's lines wait in its socket
+        batch = [long, *case.evaluations]
+        future = pool.submit(batch)
+        while pool.stats()["queued"] == len(batch):
+            time.sleep(0.001)
+        time.sleep(0.2)  # taken (a window of them), then sent at once
+        os.kill(first, signal.SIGKILL)
+        assert gone(first)
+        while pool.pids() in ([], [first]):
+            time.sleep(0.001)
+        [second] = pool.pids()
+        os.kill(second, signal.SIGKILL)  # busy with the long evaluation, no result yet
+        got = future.result(120)
+        assert got["long"].status == "error" and (got["long"].reason or "").startswith("simulator process died")
+        del got["long"]
+        assert lines(got) == lines(case.reference)
+        assert pool.stats()["processes"] == 3
+
+
 def test_idle_workers_stop_and_start_again(cases: dict[str, Case]) -> None:
     case = cases[COMBINATIONAL]
     with case.pool(workers=1, idle_seconds=0.5) as pool:
