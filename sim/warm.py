@@ -609,7 +609,8 @@ _registry_lock = threading.Lock()
 _registry: OrderedDict[str, WarmPool] = OrderedDict()
 _making: dict[str, threading.Lock] = {}
 _all_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
-_budgets: dict[tuple[str, int], Budget] = {}  # budget_for: by (key, slots)
+# budget_for: by (key, slots), for as long as a pool holds it (pools keep theirs alive)
+_budgets: weakref.WeakValueDictionary[tuple[str, int], Budget] = weakref.WeakValueDictionary()
 
 
 def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 8) -> WarmPool:
@@ -642,9 +643,12 @@ def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 8) -> Warm
 
 def budget_for(key: str, slots: int) -> Budget:
     """The :class:`Budget` of ``slots`` processes shared by the pools of ``key`` (one mutant set's
-    schemata builds), made on first use."""
+    schemata builds), made on first use; forgotten once no pool holds it."""
     with _registry_lock:
-        return _budgets.setdefault((key, max(1, int(slots))), Budget(slots))
+        found = _budgets.get((key, max(1, int(slots))))
+        if found is None:
+            found = _budgets[(key, max(1, int(slots)))] = Budget(slots)
+        return found
 
 
 def pools() -> dict[str, WarmPool]:

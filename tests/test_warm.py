@@ -3,10 +3,12 @@ per call, many callers at once, hangs and crashes contained, idle and registry b
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -324,4 +326,13 @@ def test_a_pool_closed_while_waiting_for_its_share_fails_its_call(cases: dict[st
         waiting.result(10)
     assert pool.stats()["processes"] == 0
     budget.release()
-    assert budget_for("set", 2) is budget_for("set", 2) is not budget_for("other", 2)
+
+
+def test_a_shared_budget_is_one_per_set_and_forgotten_once_no_pool_holds_it() -> None:
+    held = budget_for("set", 2)
+    assert budget_for("set", 2) is held
+    assert budget_for("set", 3) is not held and budget_for("other", 2) is not held
+    gone_with = weakref.ref(held)
+    del held
+    gc.collect()
+    assert gone_with() is None  # the registry does not keep a budget alive on its own
