@@ -259,11 +259,6 @@ def shipped_names() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / MANIFEST).is_file())
 
 
-def load_shipped() -> list[Design]:
-    """Every shipped design, loaded."""
-    return [load_design(name) for name in shipped_names()]
-
-
 #: Folders of design folders set for one command by ``--designs-dir`` (searched first).
 _designs_dirs: tuple[Path, ...] = ()
 

@@ -88,15 +88,6 @@ def load_plan_file(path: Path) -> Plan:
     return parse_plan(yamlio.read_text(path, PlanError), source=str(path))
 
 
-def parse_plan_bytes(data: bytes, source: str = "plan") -> Plan:
-    """Parse plan bytes (a file's or stdin's): refused with the line when not UTF-8."""
-    try:
-        text = yamlio.decode_utf8(data)
-    except yamlio.TextDecodeError as exc:
-        raise PlanError(f"{source}:{exc.line}: {exc.message}") from exc
-    return parse_plan(text, source)
-
-
 def parse_plan(text: str, source: str = "plan") -> Plan:
     """Parse plan text (YAML or JSON) and check its structure."""
     try:
@@ -236,13 +227,6 @@ def _check_port(where: str, design: Design, kind: str, name: str, value: Value) 
     problem = value.fits(port.width, port.signed)
     if problem:
         raise PlanError(f"{where}: port {name!r}: value {problem}")
-
-
-def load_and_validate(text: str, design: Design, source: str = "plan") -> Plan:
-    """Parse and validate in one call."""
-    plan = parse_plan(text, source)
-    validate(plan, design)
-    return plan
 
 
 # --------------------------------------------------------------------------- LLM text

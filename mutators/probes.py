@@ -80,11 +80,6 @@ def flag_name(index: int) -> str:
     return f"{PREFIX}{index}"
 
 
-def flag_pattern(index: int) -> re.Pattern[str]:
-    """Names of every probe signal of mutant ``index``."""
-    return re.compile(rf"{PREFIX}{index}(_c\d+)?")
-
-
 @dataclass(frozen=True)
 class Coverage:
     """How a mutant's activation is measured: ``value`` (every edit's value is compared),

@@ -49,16 +49,6 @@ class Diagnosis(str, Enum):
     UNKNOWN = "unknown"
 
 
-#: One line of explanation per diagnosis (reports print it).
-EXPLAINED = {
-    Diagnosis.WEAK_STIMULUS: "weak stimulus: no test made the mutated code compute a different value",
-    Diagnosis.NOT_PROPAGATED: "not propagated to an output: the mutated code computed a different value, "
-    "but no output differed from golden (weak stimulus or observability)",
-    Diagnosis.WEAK_CHECKING: "weak checking: an output differed from golden and the tests still passed",
-    Diagnosis.UNKNOWN: "unknown: activation or propagation was not measured",
-}
-
-
 @dataclass(frozen=True)
 class Observation:
     """One test on one mutant. ``None``: not measured (no probe for this mutant's code, or no

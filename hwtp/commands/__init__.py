@@ -2,37 +2,48 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
-
-# (module, attribute) of every command; each module owns the commands of one stage.
-_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("hwtp.commands.doctor", "doctor"),
-    ("hwtp.commands.designs", "designs"),
-    ("hwtp.commands.schema", "schema"),
-    ("hwtp.commands.sim", "sim"),
-    ("hwtp.commands.mutate", "mutate"),
-    ("hwtp.commands.mutate", "show"),
-    ("hwtp.commands.mutate", "apply"),
-    ("hwtp.commands.score", "score_command"),
-    ("hwtp.commands.plan", "plan_command"),
-    ("hwtp.commands.advantage", "advantage_command"),
-    ("hwtp.commands.advantage", "export_command"),
-    ("hwtp.commands.run", "run_command"),
-    ("hwtp.commands.run", "status_command"),
-    ("hwtp.commands.ci", "ci"),
-    ("hwtp.commands.ci", "export_tests_command"),
-    ("hwtp.commands.serve", "serve_command"),
-    ("hwtp.commands.report", "report_command"),
-    ("hwtp.commands.eval", "eval_command"),
-    ("hwtp.commands.eval", "compare_command"),
-    ("hwtp.commands.learn", "learn_command"),
-)
 
 
 def register(group: click.Group) -> None:
-    """Add every command of :data:`_COMMANDS` to ``group``."""
-    for module_name, attr in _COMMANDS:
-        module = importlib.import_module(module_name)
-        group.add_command(getattr(module, attr))
+    """Add every command to ``group``, in the order ``hwtp --help`` lists them."""
+    from hwtp.commands import (
+        advantage,
+        ci,
+        designs,
+        doctor,
+        learn,
+        mutate,
+        plan,
+        report,
+        run,
+        schema,
+        score,
+        serve,
+        sim,
+    )
+    from hwtp.commands import eval as eval_
+
+    for command in (
+        doctor.doctor,
+        designs.designs,
+        schema.schema,
+        sim.sim,
+        mutate.mutate,
+        mutate.show,
+        mutate.apply,
+        score.score_command,
+        plan.plan_command,
+        advantage.advantage_command,
+        advantage.export_command,
+        run.run_command,
+        run.status_command,
+        ci.ci,
+        ci.export_tests_command,
+        serve.serve_command,
+        report.report_command,
+        eval_.eval_command,
+        eval_.compare_command,
+        learn.learn_command,
+    ):
+        group.add_command(command)

@@ -75,7 +75,6 @@ class LlmView:
     latency: dict[str, float] | None  # percentile name -> seconds (requests that were not cached)
     cached: int
     finish_reasons: dict[str, int]
-    retries: int | None  # not in plan records today: None
 
 
 @dataclass
@@ -273,7 +272,6 @@ def _llm(policy: str, records: list[dict[str, Any]]) -> LlmView:
         latency=_percentiles(live),
         cached=sum(1 for r in records if r.get("from_cache")),
         finish_reasons=dict(Counter(str(r.get("finish_reason")) for r in records if r.get("finish_reason"))),
-        retries=None,
     )
 
 
