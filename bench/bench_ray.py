@@ -54,7 +54,7 @@ from hwtp.executors.base import Target, schemata_target
 from hwtp.executors.ray import RayExecutor
 from hwtp.planning import plan_states
 from hwtp.planset import plan_input
-from hwtp.policy import make_policy
+from hwtp.policy import PolicySpec, make_policy
 from hwtp.prompt import Templates
 from hwtp.score import ScoreConfig, prepare
 from hwtp.sim.job import Evaluation, Limits
@@ -69,7 +69,7 @@ def workload(design_name: str, states: int, evaluations: int, root: Path) -> tup
     mutant_set = mutantset.load(root / design_name)
     names = ["golden", *(m.id for m in mutant_set.states)]
     per_state = max(1, evaluations // (2 * len(names)) + 1)
-    policy = make_policy("random", mutant_set, seed=7)
+    policy = make_policy(PolicySpec("random", seed=7), mutant_set)
     records = plan_states(mutant_set, names, per_state, policy, Templates.load(), [])
     prepared = prepare(mutant_set, [plan_input(r) for r in records], ScoreConfig())
     return schemata_target(mutant_set), list(prepared.evaluations.values())[:evaluations]

@@ -197,60 +197,66 @@ def check_policy_name(name: str) -> str:
     return name
 
 
-def make_policy(
-    name: str,
-    mutant_set: MutantSet,
-    *,
-    seed: int = 0,
-    replay_from: Path | str | None = None,
-    endpoint: str | None = None,
-    model: str | None = None,
-    api_key_env: str = DEFAULT_API_KEY_VAR,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    max_tokens: int | None = None,
-    stop: Sequence[str] = (),
-    structured: bool = False,
-    concurrency: int = 8,
-    timeout: float = 300.0,
-    retries: int = 5,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    refresh: bool = False,
-) -> Policy:
-    """The policy ``name`` with its settings (``hwtp plan``'s options, ``hwtp run``'s configuration).
+@dataclass(frozen=True)
+class PolicySpec:
+    """A policy and its settings, as ``hwtp plan``'s options and ``hwtp run``'s configuration
+    give them (:func:`make_policy` makes the policy).
 
     ``openai`` needs ``endpoint`` and ``model`` (``timeout`` is each request's total deadline;
     ``structured`` asks for JSON matching the plan schema); ``replay`` needs ``replay_from``
     (an earlier ``hwtp plan`` folder); ``random`` is seeded by ``seed``.
     """
-    check_policy_name(name)
-    if name == "random":
-        return RandomPolicy(mutant_set, seed=seed)
-    if name == "replay":
-        if replay_from is None:
+
+    name: str = "random"
+    seed: int = 0
+    replay_from: Path | str | None = None
+    endpoint: str | None = None
+    model: str | None = None
+    api_key_env: str = DEFAULT_API_KEY_VAR
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    structured: bool = False
+    concurrency: int = 8
+    timeout: float = 300.0
+    retries: int = 5
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    refresh: bool = False
+
+
+def make_policy(spec: PolicySpec, mutant_set: MutantSet) -> Policy:
+    """The policy ``spec`` names, with its settings."""
+    check_policy_name(spec.name)
+    if spec.name == "random":
+        return RandomPolicy(mutant_set, seed=spec.seed)
+    if spec.name == "replay":
+        if spec.replay_from is None:
             raise ConfigError("--policy replay needs --from DIR (an earlier hwtp plan output)")
-        return ReplayPolicy(Path(replay_from))
-    if not endpoint or not model:
+        return ReplayPolicy(Path(spec.replay_from))
+    if not spec.endpoint or not spec.model:
         raise ConfigError("--policy openai needs --endpoint URL and --model NAME")
     response_format = (
-        {"type": "json_schema", "json_schema": {"name": "test_plan", "schema": json_schema()}} if structured else None
+        {"type": "json_schema", "json_schema": {"name": "test_plan", "schema": json_schema()}}
+        if spec.structured
+        else None
     )
     params = SamplingParams(
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        seed=seed,
-        stop=tuple(stop),
+        temperature=spec.temperature,
+        top_p=spec.top_p,
+        max_tokens=spec.max_tokens,
+        seed=spec.seed,
+        stop=tuple(spec.stop),
         response_format=response_format,
     )
     client = ClientConfig(
-        endpoint=endpoint,
-        model=model,
-        api_key_env=api_key_env,
-        concurrency=concurrency,
-        read_timeout=timeout,
-        request_timeout=timeout,
-        max_retries=retries,
-        max_response_bytes=max_response_bytes,
+        endpoint=spec.endpoint,
+        model=spec.model,
+        api_key_env=spec.api_key_env,
+        concurrency=spec.concurrency,
+        read_timeout=spec.timeout,
+        request_timeout=spec.timeout,
+        max_retries=spec.retries,
+        max_response_bytes=spec.max_response_bytes,
     )
-    return OpenAIPolicy(client, params, refresh=refresh)
+    return OpenAIPolicy(client, params, refresh=spec.refresh)

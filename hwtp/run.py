@@ -117,22 +117,7 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
 
 def run_policy(config: RunConfig, mutant_set: mutantset.MutantSet) -> Policy:
     """The configured policy (:func:`hwtp.policy.make_policy`)."""
-    return make_policy(
-        config.policy,
-        mutant_set,
-        seed=config.seed,
-        replay_from=config.replay_from,
-        endpoint=config.endpoint,
-        model=config.model,
-        api_key_env=config.api_key_env,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_tokens=config.max_tokens,
-        concurrency=config.concurrency,
-        timeout=config.timeout,
-        retries=config.retries,
-        max_response_bytes=config.max_response_bytes,
-    )
+    return make_policy(config.policy_spec(), mutant_set)
 
 
 def plan_stage(

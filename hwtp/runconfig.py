@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from hwtp import yamlio
@@ -22,6 +22,9 @@ from hwtp.errors import ConfigError
 from hwtp.export import FORMATS
 from hwtp.planning import MAX_SAMPLES
 from hwtp.scheme import DEFAULT_PENALTY, SMU, check_name
+
+if TYPE_CHECKING:
+    from hwtp.policy import PolicySpec
 
 STAGES = ("mutate", "plan", "score", "advantage", "export")
 POLICIES = ("random", "openai", "replay")
@@ -142,6 +145,27 @@ class RunConfig:
             raise FieldError("reward_scheme", "incremental needs --reference-suite PATH (a run folder or plans)")
         if self.reference_suite and self.reward_scheme != "incremental":
             raise FieldError("reference_suite", f"only the incremental scheme has one, not {self.reward_scheme!r}")
+
+    def policy_spec(self) -> PolicySpec:
+        """The configured policy's settings (a run's stop words, output format and cache are
+        the policy's defaults)."""
+        from hwtp.policy import PolicySpec
+
+        return PolicySpec(
+            self.policy,
+            seed=self.seed,
+            replay_from=self.replay_from,
+            endpoint=self.endpoint,
+            model=self.model,
+            api_key_env=self.api_key_env,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            retries=self.retries,
+            max_response_bytes=self.max_response_bytes,
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         data = asdict(self)

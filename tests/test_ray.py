@@ -30,7 +30,7 @@ from hwtp.executors.local import LocalExecutor
 from hwtp.mutantset import MutantSet, set_hash
 from hwtp.planning import plan_states
 from hwtp.planset import plan_input
-from hwtp.policy import make_policy
+from hwtp.policy import PolicySpec, make_policy
 from hwtp.prompt import Templates
 from hwtp.runconfig import RunConfig
 from hwtp.score import ScoreConfig, prepare
@@ -74,7 +74,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _plans(mutant_set: MutantSet, samples: int) -> list[Any]:
     states = [s.id for s in [*mutant_set.states][:8]]
-    policy = make_policy("random", mutant_set, seed=1)
+    policy = make_policy(PolicySpec("random", seed=1), mutant_set)
     records = plan_states(mutant_set, ["golden", *states], samples, policy, Templates.load(), [])
     return [plan_input(r) for r in records]
 

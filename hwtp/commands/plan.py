@@ -13,7 +13,7 @@ from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, PolicyUnavailable
 from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, describe_failures, plan_states, write_plans
-from hwtp.policy import check_policy_name, make_policy
+from hwtp.policy import PolicySpec, check_policy_name, make_policy
 from hwtp.prompt import Templates
 from hwtp.runconfig import check_url
 
@@ -101,9 +101,8 @@ def plan_command(
     if problem:
         raise ConfigError(f"--endpoint: {problem}")
     mutant_set = mutantset.load(mutdir)
-    chosen = make_policy(
+    spec = PolicySpec(
         name,
-        mutant_set,
         seed=seed,
         replay_from=replay_from,
         endpoint=endpoint,
@@ -120,6 +119,7 @@ def plan_command(
         max_response_bytes=max_response_bytes,
         refresh=refresh,
     )
+    chosen = make_policy(spec, mutant_set)
     wanted = resolve_states(mutant_set, states)
     failures: list[SampleFailure] = []
     records = plan_states(

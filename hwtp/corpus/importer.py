@@ -53,7 +53,7 @@ from hwtp.errors import ConfigError, DesignError, HwtpError
 from hwtp.mutantset import GOLDEN, MutantSet
 from hwtp.plan import Plan, extract_plan, to_data
 from hwtp.planset import PlanInput
-from hwtp.policy import PlanRequest, make_policy
+from hwtp.policy import PlanRequest, PolicySpec, make_policy
 from hwtp.rtl import SourceFile, check_syntax, elaborate, top_modules
 from hwtp.score import Outcome, ScoreConfig, score
 from hwtp.sim import procs
@@ -269,7 +269,7 @@ def reference_plan(design: Design, seed: int) -> Plan:
     """The offline policy's plan for ``design`` (expectations from golden), checked on golden:
     :class:`Rejected` when it cannot be built, golden fails, or nothing is observable."""
     mutant_set = MutantSet(design, seed, ())
-    policy = make_policy("random", mutant_set, seed=seed)
+    policy = make_policy(PolicySpec("random", seed=seed), mutant_set)
     try:
         generated = policy.generate([PlanRequest(GOLDEN, [])], 1)[0][0]
     except procs.Interrupted:
