@@ -162,6 +162,19 @@ class MutantSet:
     def nonterminating(self) -> tuple[Mutant, ...]:
         return tuple(m for m in self.valid if m.klass == NONTERMINATING)
 
+    def select(self, wanted: Sequence[str] | None = None) -> list[tuple[str, int]]:
+        """(state id, selector value) of the states ``wanted`` (golden or valid mutants, by id,
+        in that order); ``None``: golden and the default :attr:`states` (a non-terminating or
+        proved-equivalent mutant only when asked for by id)."""
+        if wanted is None:
+            return [(GOLDEN, 0), *((m.id, m.index) for m in self.states)]
+        valid = {m.id: m.index for m in self.valid}
+        unknown = [s for s in wanted if s != GOLDEN and s not in valid]
+        if unknown:
+            known = ", ".join([GOLDEN, *valid]) if len(valid) < 12 else f"{GOLDEN}, {len(valid)} valid mutants"
+            raise ConfigError(f"--states: unknown or invalid state(s) {', '.join(map(repr, unknown))} (valid: {known})")
+        return [(s, 0 if s == GOLDEN else valid[s]) for s in wanted]
+
     def get(self, mutant_id: str) -> Mutant:
         for m in self.mutants:
             if m.id == mutant_id:

@@ -176,22 +176,6 @@ def detection_rate(results: Iterable[SampleResult]) -> float:
     return rates([results])[1]
 
 
-def _states(mutant_set: MutantSet, wanted: Sequence[str] | None) -> list[tuple[str, int]]:
-    valid = {m.id: m.index for m in mutant_set.valid}
-    if wanted is None:  # non-terminating mutants only when asked for by id
-        return [(GOLDEN, 0), *((m.id, m.index) for m in mutant_set.states)]
-    out = []
-    for state in wanted:
-        if state == GOLDEN:
-            out.append((GOLDEN, 0))
-        elif state in valid:
-            out.append((state, valid[state]))
-        else:
-            known = ", ".join([GOLDEN, *valid]) if len(valid) < 12 else f"{GOLDEN}, {len(valid)} valid mutants"
-            raise ScoreError(f"--states: unknown or invalid state {state!r} (valid: {known})")
-    return out
-
-
 def samples(
     plans: Sequence[PlanInput], states: list[tuple[str, int]], full_matrix: bool
 ) -> list[tuple[PlanInput, str]]:
@@ -280,7 +264,7 @@ def prepare(mutant_set: MutantSet, plans: Sequence[PlanInput], config: ScoreConf
     scheme = config.scheme
     scheme.check(config.rewards)
     check_identity(plans, mutant_set)
-    states = _states(mutant_set, config.states)
+    states = mutant_set.select(config.states)
     index = {GOLDEN: 0} | dict(states) | {m.id: m.index for m in mutant_set.valid}
     pairs = samples(plans, states, config.full_matrix)
     compiled: dict[str, tuple[Any, int]] = {}

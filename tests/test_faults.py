@@ -139,11 +139,9 @@ def test_mutate_finds_non_terminating_mutants_within_bounded_time(hang_set: tupl
     print(f"measured: hwtp mutate -n 0 with {len(hung)} non-terminating mutants: {seconds:.1f} CPU-s")
     # kept out of the default states of hwtp plan, score and run; still there by id
     from hwtp.commands.plan import resolve_states
-    from hwtp.score import _states
-
     ids = {m.id for m in hung}
     assert not ids & set(resolve_states(mutant_set, "all"))
-    assert not ids & {s for s, _ in _states(mutant_set, None)}
+    assert not ids & {s for s, _ in mutant_set.select()}
     assert {m.id for m in mutant_set.states} == {m.id for m in mutant_set.valid} - ids
     assert resolve_states(mutant_set, hung[0].id) == [hung[0].id]
 

@@ -137,6 +137,22 @@ def test_score_cli_plans_from_stdin_and_bad_plans(
     assert code == 2 and "bogus" in err
 
 
+def test_states_are_chosen_by_one_rule_for_score_and_plan(mutated: Any) -> None:
+    from hwtp.commands.plan import resolve_states
+    from hwtp.errors import ConfigError
+
+    mutant_set = mutated("adder_carry")
+    first, second = mutant_set.valid[:2]
+    assert mutant_set.select([second.id, "golden", first.id]) == [
+        (second.id, second.index), ("golden", 0), (first.id, first.index)
+    ]
+    assert mutant_set.select() == [("golden", 0), *((m.id, m.index) for m in mutant_set.states)]
+    with pytest.raises(ConfigError, match=r"--states: unknown or invalid state\(s\) 'bogus' \(valid: golden"):
+        mutant_set.select(["golden", "bogus"])
+    assert resolve_states(mutant_set, "all") == [state for state, _ in mutant_set.select()]
+    assert resolve_states(mutant_set, f" {second.id}, golden,") == [second.id, "golden"]
+
+
 def test_rates_count_plans_per_design_not_pooled_by_id() -> None:
     """Plan ids repeat in every design: design A's golden-s00 passing must not make design B's fail pass."""
     a = [

@@ -11,7 +11,6 @@ from hwtp import mutantset
 from hwtp.commands.options import AT_LEAST_ONE, OUTPUT_FOLDER, POSITIVE, SAMPLES, FiniteFloat, trust_option
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, PolicyUnavailable
-from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, describe_failures, plan_states, write_plans
 from hwtp.policy import PolicySpec, check_policy_name, make_policy
 from hwtp.prompt import Templates
@@ -19,16 +18,9 @@ from hwtp.runconfig import check_url
 
 
 def resolve_states(mutant_set: mutantset.MutantSet, text: str) -> list[str]:
-    valid = [m.id for m in mutant_set.valid]
-    if text == "all":  # non-terminating mutants only when asked for by id
-        return [GOLDEN, *(m.id for m in mutant_set.states)]
-    if text == GOLDEN:
-        return [GOLDEN]
-    wanted = [s.strip() for s in text.split(",") if s.strip()]
-    unknown = [s for s in wanted if s != GOLDEN and s not in valid]
-    if unknown:
-        raise ConfigError(f"--states: unknown or invalid state(s) {', '.join(unknown)}")
-    return wanted
+    """``--states``: ``all`` (golden and the default states), or comma-separated state ids."""
+    wanted = None if text == "all" else [s.strip() for s in text.split(",") if s.strip()]
+    return [state for state, _ in mutant_set.select(wanted)]
 
 
 @click.command("plan")
