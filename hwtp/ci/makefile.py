@@ -313,158 +313,202 @@ def read_makefile(path: Path, root: Path) -> Detected | None:
     text = path.read_text(encoding="utf-8", errors="replace")
     if not looks_like_cocotb(text):
         return None
-    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-    make = _Make(path)
-    unknown: list[Unknown] = []
-    notes: list[str] = []
-    stack: list[tuple[bool, bool]] = []  # (this branch active, some branch of the chain taken)
-
-    def active() -> bool:
-        return all(a for a, _ in stack)
-
-    def evaluate(kind: str, rest: str, number: int) -> bool:
-        try:
-            return make.condition(kind, rest)
-        except _NotUnderstood as exc:
-            unknown.append(Unknown(rel, number, f"the condition {exc} is not evaluated (its first branch is "
-                                                "read)", "what the branches set"))
-            return True
-
+    reader = _Reader(path, root)
     for number, line in _logical_lines(text):
-        if not line:
-            continue
+        if line:
+            reader.line(number, line)
+    fields = reader.fields(text)
+    return Detected(reader.rel, unknown=tuple(reader.unknown), notes=tuple(reader.notes), **fields)
+
+
+class _Reader:
+    """One pass over a Makefile's logical lines, a method per construct (conditionals,
+    ``include``, assignments), then the fields of :class:`Detected` from the variables; what
+    it cannot read goes to ``unknown`` with its line, what hwtp ci leaves out to ``notes``."""
+
+    def __init__(self, path: Path, root: Path) -> None:
+        self.rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+        self.make = _Make(path)
+        self.unknown: list[Unknown] = []
+        self.notes: list[str] = []
+        self.stack: list[tuple[bool, bool]] = []  # (this branch active, some branch of the chain taken)
+        self.top: str | None = None  # the top module, once read (-P flags name it)
+
+    def _todo(self, line: int, what: str, key: str) -> None:
+        self.unknown.append(Unknown(self.rel, line, what, key))
+
+    # -- the lines ------------------------------------------------------------------------------
+    def line(self, number: int, line: str) -> None:
         cond = _CONDITIONAL.match(line)
         if cond:
-            taken = evaluate(cond.group(1), cond.group(2), number) if active() else False
-            stack.append((taken, taken))
-            continue
-        if line == "endif":
-            if stack:
-                stack.pop()
-            continue
-        if line.startswith("else"):
-            if not stack:
-                continue
-            _, done = stack.pop()
-            chained = _CONDITIONAL.match(line[4:].strip())
-            parent = all(a for a, _ in stack)
-            if chained and parent and not done:
-                taken = evaluate(chained.group(1), chained.group(2), number)
-            else:
-                taken = parent and not done and not chained
-            stack.append((taken, done or taken))
-            continue
-        if not active():
-            continue
-        if line.startswith(("include ", "-include ", "sinclude ")):
-            if "cocotb-config" in line and "makefiles" in line:
-                make.cocotb = True
-            else:
-                unknown.append(Unknown(rel, number, f"`{line}`: the included file is not read",
-                                       "what it sets"))
-            continue
-        assign = _ASSIGN.match(line)
-        if not assign:
-            continue  # a rule or a directive that sets no variable
-        name, op, value = assign.groups()
+            self._if(cond.group(1), cond.group(2), number)
+        elif line == "endif":
+            if self.stack:
+                self.stack.pop()
+        elif line.startswith("else"):
+            self._else(line[4:].strip(), number)
+        elif not self._active():
+            pass
+        elif line.startswith(("include ", "-include ", "sinclude ")):
+            self._include(line, number)
+        else:
+            assign = _ASSIGN.match(line)
+            if assign:  # else a rule or a directive that sets no variable
+                self._assign(assign.group(1), assign.group(2), assign.group(3), number)
+
+    def _active(self) -> bool:
+        return all(a for a, _ in self.stack)
+
+    def _evaluate(self, kind: str, rest: str, number: int) -> bool:
+        try:
+            return self.make.condition(kind, rest)
+        except _NotUnderstood as exc:
+            self._todo(number, f"the condition {exc} is not evaluated (its first branch is read)",
+                       "what the branches set")
+            return True
+
+    def _if(self, kind: str, rest: str, number: int) -> None:
+        taken = self._evaluate(kind, rest, number) if self._active() else False
+        self.stack.append((taken, taken))
+
+    def _else(self, rest: str, number: int) -> None:
+        if not self.stack:
+            return
+        _, done = self.stack.pop()
+        chained = _CONDITIONAL.match(rest)
+        parent = self._active()
+        if chained and parent and not done:
+            taken = self._evaluate(chained.group(1), chained.group(2), number)
+        else:
+            taken = parent and not done and not chained
+        self.stack.append((taken, done or taken))
+
+    def _include(self, line: str, number: int) -> None:
+        if "cocotb-config" in line and "makefiles" in line:
+            self.make.cocotb = True
+        else:
+            self._todo(number, f"`{line}`: the included file is not read", "what it sets")
+
+    def _assign(self, name: str, op: str, value: str, number: int) -> None:
+        make = self.make
         if op == "!=":
-            unknown.append(Unknown(rel, number, f"`{name} != ...` (a shell command)", _KEYS.get(name, name)))
-            continue
-        if op == "?=" and name in make.vars:
-            continue
-        if op in (":=", "::=", ":::="):
+            self._todo(number, f"`{name} != ...` (a shell command)", _KEYS.get(name, name))
+        elif op == "?=" and name in make.vars:
+            pass
+        elif op in (":=", "::=", ":::="):
             try:
                 make.vars[name] = _Var(make.expand(value), True, number)
             except _NotUnderstood as exc:
                 make.vars[name] = _Var("", True, number)
                 if name in _KEYS:
-                    unknown.append(Unknown(rel, number, f"{name}: {exc} is not understood", _KEYS[name]))
+                    self._todo(number, f"{name}: {exc} is not understood", _KEYS[name])
         elif op == "+=" and name in make.vars:
             old = make.vars[name]
             try:
                 added = make.expand(value) if old.expanded else value
             except _NotUnderstood as exc:
-                unknown.append(Unknown(rel, number, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
-                continue
+                self._todo(number, f"{name}: {exc} is not understood", _KEYS.get(name, name))
+                return
             parts = (*old.parts, (number, value)) if not old.expanded else ()
             make.vars[name] = _Var(f"{old.value} {added}".strip(), old.expanded, number, parts)
         else:
             make.vars[name] = _Var(value, False, number, ((number, value),))
 
-    def get(name: str) -> str | None:
-        var = make.vars.get(name)
+    # -- the variables ----------------------------------------------------------------------------
+    def get(self, name: str) -> str | None:
+        """The value of ``name`` as make would use it; each assignment that cannot be read is a
+        TODO, and what can be read of the others is kept."""
+        var = self.make.vars.get(name)
         if var is None:
             return None
         if var.expanded:
             return var.value
         try:
-            return make.expand(var.value)
+            return self.make.expand(var.value)
         except _NotUnderstood:
             pass
-        values = []  # each assignment on its own: what is understood is kept, the rest is a TODO
+        values = []
         for line, part in var.parts or ((var.line, var.value),):
             try:
-                values.append(make.expand(part))
+                values.append(self.make.expand(part))
             except _NotUnderstood as exc:
-                unknown.append(Unknown(rel, line, f"{name}: {exc} is not understood", _KEYS.get(name, name)))
+                self._todo(line, f"{name}: {exc} is not understood", _KEYS.get(name, name))
         return " ".join(v for v in values if v) if values else None
 
-    fields: dict[str, Any] = {}
-    sources = get("VERILOG_SOURCES")
-    if sources is not None:
-        fields["sources"] = tuple((make.folder / w).resolve() for w in sources.split())
-    elif "VERILOG_SOURCES" not in make.vars:
-        unknown.append(Unknown(rel, 0, "no VERILOG_SOURCES", "design.sources"))
-    top = get("COCOTB_TOPLEVEL") or get("TOPLEVEL")
-    if top:
-        fields["top"] = top.split()[0]
-    modules = get("COCOTB_TEST_MODULES") or get("MODULE")
-    if modules:
-        fields["modules"] = tuple(m for m in re.split(r"[,\s]+", modules) if m)
-    words: list[str] = []
-    for name in ("COMPILE_ARGS", "EXTRA_ARGS"):
-        value = get(name)
-        if value:
-            try:
-                words += shlex.split(value)
-            except ValueError:
-                unknown.append(Unknown(rel, make.vars[name].line, f"{name}: unbalanced quotes", "build.args"))
-    flags = _flags(words, fields.get("top"))
-    where = max((make.vars[n].line for n in ("COMPILE_ARGS", "EXTRA_ARGS") if n in make.vars), default=0)
-    lines = text.splitlines()
-    for problem, token in flags.unknown:  # at the line that spells it, when one does
-        at = next((i for i, t in enumerate(lines, start=1) if token in t), where)
-        unknown.append(Unknown(rel, at, f"COMPILE_ARGS: {problem}", "build.parameters"))
-    fields["includes"] = tuple((make.folder / d).resolve() for d in flags.includes)
-    fields["defines"] = tuple(flags.defines)
-    fields["parameters"] = tuple(flags.parameters)
-    fields["args"] = tuple(flags.args)
-    sim = get("SIM") or _DEFAULTS["SIM"]
-    if sim in SIMULATORS:
-        fields["simulator"] = sim
-    else:
-        notes.append(f"{rel}: SIM is {sim}; hwtp ci builds with Verilator (build.simulator)")
-    test_filter = get("COCOTB_TEST_FILTER")
-    testcase = get("COCOTB_TESTCASE") or get("TESTCASE")
-    if test_filter:
-        fields["test_filter"] = test_filter
-    elif testcase:
-        names = [n for n in re.split(r"[,\s]+", testcase) if n]
-        fields["test_filter"] = r"\.(" + "|".join(rf".*{re.escape(n)}" for n in names) + ")$"
-    seed = get("COCOTB_RANDOM_SEED") or get("RANDOM_SEED")
-    if seed:
-        if seed.isdigit():
-            fields["random_seed"] = int(seed)
+    def fields(self, text: str) -> dict[str, Any]:
+        """The keyword fields of :class:`Detected`, in the order their TODOs and notes are told."""
+        fields: dict[str, Any] = {**self._design(), **self._build(text), **self._tests()}
+        for name, why in _UNUSED.items():
+            if self.get(name):
+                self.notes.append(f"{self.rel}:{self.make.vars[name].line}: {name}: {why}")
+        if not self.make.cocotb:
+            self.notes.append(f"{self.rel}: no `include $(shell cocotb-config --makefiles)/Makefile.sim` line")
+        return fields
+
+    def _design(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        sources = self.get("VERILOG_SOURCES")
+        if sources is not None:
+            out["sources"] = tuple((self.make.folder / w).resolve() for w in sources.split())
+        elif "VERILOG_SOURCES" not in self.make.vars:
+            self._todo(0, "no VERILOG_SOURCES", "design.sources")
+        top = self.get("COCOTB_TOPLEVEL") or self.get("TOPLEVEL")
+        if top:
+            out["top"] = self.top = top.split()[0]
+        modules = self.get("COCOTB_TEST_MODULES") or self.get("MODULE")
+        if modules:
+            out["modules"] = tuple(m for m in re.split(r"[,\s]+", modules) if m)
+        return out
+
+    def _build(self, text: str) -> dict[str, Any]:
+        """Include folders, defines, parameters and the other build arguments, and the simulator."""
+        make = self.make
+        words: list[str] = []
+        for name in ("COMPILE_ARGS", "EXTRA_ARGS"):
+            value = self.get(name)
+            if value:
+                try:
+                    words += shlex.split(value)
+                except ValueError:
+                    self._todo(make.vars[name].line, f"{name}: unbalanced quotes", "build.args")
+        flags = _flags(words, self.top)
+        where = max((make.vars[n].line for n in ("COMPILE_ARGS", "EXTRA_ARGS") if n in make.vars), default=0)
+        lines = text.splitlines()
+        for problem, token in flags.unknown:  # at the line that spells it, when one does
+            at = next((i for i, t in enumerate(lines, start=1) if token in t), where)
+            self._todo(at, f"COMPILE_ARGS: {problem}", "build.parameters")
+        out: dict[str, Any] = {
+            "includes": tuple((make.folder / d).resolve() for d in flags.includes),
+            "defines": tuple(flags.defines),
+            "parameters": tuple(flags.parameters),
+            "args": tuple(flags.args),
+        }
+        sim = self.get("SIM") or _DEFAULTS["SIM"]
+        if sim in SIMULATORS:
+            out["simulator"] = sim
         else:
-            unknown.append(Unknown(rel, make.vars.get("COCOTB_RANDOM_SEED", make.vars.get("RANDOM_SEED",
-                                   _Var("", True, 0))).line, f"the random seed {seed!r} is not an integer",
-                                   "tests.random_seed"))
-    python_path = [p for p in (get("PYTHONPATH") or "").split(":") if p]
-    fields["module_paths"] = tuple(dict.fromkeys([make.folder, *((make.folder / p).resolve() for p in python_path)]))
-    fields["test_dir"] = make.folder  # make runs the simulator in the Makefile's folder
-    for name, why in _UNUSED.items():
-        if get(name):
-            notes.append(f"{rel}:{make.vars[name].line}: {name}: {why}")
-    if not make.cocotb:
-        notes.append(f"{rel}: no `include $(shell cocotb-config --makefiles)/Makefile.sim` line")
-    return Detected(rel, unknown=tuple(unknown), notes=tuple(notes), **fields)
+            self.notes.append(f"{self.rel}: SIM is {sim}; hwtp ci builds with Verilator (build.simulator)")
+        return out
+
+    def _tests(self) -> dict[str, Any]:
+        """Which tests run, their seed, and where Python finds them."""
+        out: dict[str, Any] = {}
+        test_filter = self.get("COCOTB_TEST_FILTER")
+        testcase = self.get("COCOTB_TESTCASE") or self.get("TESTCASE")
+        if test_filter:
+            out["test_filter"] = test_filter
+        elif testcase:
+            names = [n for n in re.split(r"[,\s]+", testcase) if n]
+            out["test_filter"] = r"\.(" + "|".join(rf".*{re.escape(n)}" for n in names) + ")$"
+        seed = self.get("COCOTB_RANDOM_SEED") or self.get("RANDOM_SEED")
+        if seed:
+            if seed.isdigit():
+                out["random_seed"] = int(seed)
+            else:
+                var = self.make.vars.get("COCOTB_RANDOM_SEED", self.make.vars.get("RANDOM_SEED", _Var("", True, 0)))
+                self._todo(var.line, f"the random seed {seed!r} is not an integer", "tests.random_seed")
+        python_path = [p for p in (self.get("PYTHONPATH") or "").split(":") if p]
+        folder = self.make.folder
+        out["module_paths"] = tuple(dict.fromkeys([folder, *((folder / p).resolve() for p in python_path)]))
+        out["test_dir"] = folder  # make runs the simulator in the Makefile's folder
+        return out
