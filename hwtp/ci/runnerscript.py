@@ -418,95 +418,136 @@ def read_runner_script(script: Path, root: Path) -> Detected | None:
         _function_defaults(ev, calls.function)
         _bind_scope(ev, calls.function.body, first)
     reader = _Reader(ev, rel)
-    build = reader.keywords(calls.build, _BUILD_KEYS, "build")
-    test = reader.keywords(calls.test, _TEST_KEYS, "test")
-    line_b = calls.build.lineno if calls.build else 0
-    line_t = calls.test.lineno if calls.test else 0
-    fields: dict[str, Any] = {}
-    sources = build.get("sources", build.get("verilog_sources"))
-    if sources is not None:
-        paths = _paths(sources)
-        if paths is None:
-            reader.unknown.append(Unknown(rel, line_b, "sources is not a list of paths", "design.sources"))
-        else:
-            vhdl = [p for p in paths if p.suffix in (".vhd", ".vhdl")]
-            if vhdl:
-                reader.notes.append(f"{rel}:{line_b}: VHDL sources ({vhdl[0].name}...) are left out: "
-                                    "hwtp mutates Verilog and SystemVerilog")
-            fields["sources"] = tuple((script.parent / p).resolve() for p in paths if p not in vhdl)
-    elif calls.build is not None and not any(u.key == "design.sources" for u in reader.unknown):
-        reader.unknown.append(Unknown(rel, line_b, "runner.build has no sources", "design.sources"))
-    top = build.get("hdl_toplevel", test.get("hdl_toplevel"))
-    if top is not None and reader.expect(top, str, "hdl_toplevel", line_b or line_t, "design.top"):
-        fields["top"] = top
-    conversions: tuple[tuple[str, str, Callable[[Any], list[Any] | None], str], ...] = (
-        ("includes", "build.includes", _paths, "includes"),
-        ("defines", "build.defines", _pairs, "defines"),
-        ("parameters", "build.parameters", _pairs, "parameters"),
-        ("build_args", "build.args", _names, "args"))
-    for key, yaml_key, convert, name in conversions:
-        if key in build:
-            value = convert(build[key])
-            if value is None:
-                reader.unknown.append(Unknown(rel, line_b, f"{key} has a value hwtp cannot use", yaml_key))
-            elif name == "includes":
-                fields[name] = tuple((script.parent / p).resolve() for p in value)
-            else:
-                fields[name] = tuple(value)
-    if "parameters" in test:
-        overrides = _pairs(test["parameters"])
-        if overrides is not None:
-            merged = dict(fields.get("parameters", ()))
-            merged.update(overrides)
-            fields["parameters"] = tuple(merged.items())
-    if "test_module" in test:
-        modules = _names(test["test_module"])
-        if modules is None:
-            reader.unknown.append(Unknown(rel, line_t, "test_module is not a module name or a list of them",
-                                          "tests.modules"))
-        else:
-            fields["modules"] = tuple(modules)
-    elif calls.test is not None and not any(u.key == "tests.modules" for u in reader.unknown):
-        reader.unknown.append(Unknown(rel, line_t, "runner.test has no test_module", "tests.modules"))
-    if "test_dir" in test and reader.expect(test["test_dir"], (str, Path), "test_dir", line_t, "tests.dir"):
-        fields["test_dir"] = (script.parent / Path(test["test_dir"])).resolve()
-    for key in ("testcase", "test_filter"):
-        if key in test and test[key] is not None:
-            regex = _filter(test[key], key)
-            if regex is None:
-                reader.unknown.append(Unknown(rel, line_t, f"{key} is not a name or list of names", "tests.filter"))
-            else:
-                fields["test_filter"] = regex
-    if "seed" in test:
-        seed = test["seed"]
-        if isinstance(seed, str) and seed.isdigit():
-            seed = int(seed)
-        if isinstance(seed, int) and not isinstance(seed, bool):
-            fields["random_seed"] = seed
-        elif seed is not None:
-            reader.unknown.append(Unknown(rel, line_t, "seed is not an integer", "tests.random_seed"))
-    if "extra_env" in test:
-        env = _pairs(test["extra_env"])
-        if env is None:
-            reader.unknown.append(Unknown(rel, line_t, "extra_env is not a mapping of strings", "tests.env"))
-        else:
-            fields["env"] = tuple(env)
-    if calls.get_runner is not None and calls.get_runner.args:
-        try:
-            sim = ev.eval(calls.get_runner.args[0])
-        except _NotUnderstood:
-            sim = None
-        if sim in SIMULATORS:
-            fields["simulator"] = sim
-        elif isinstance(sim, str):
-            reader.notes.append(f"{rel}:{calls.get_runner.lineno}: the script's simulator is {sim}; "
-                                "hwtp ci builds with Verilator (build.simulator)")
-    if calls.more:
-        reader.notes.append(f"{rel}: {calls.more} more runner.build call(s): only the first (line {line_b}) is used")
-    script_dir = script.resolve().parent
-    fields["module_paths"] = tuple(dict.fromkeys((script_dir, pytest_base(script_dir), root.resolve())))
-    for module in fields.get("modules", ()):
-        if module_folder(module, fields["module_paths"]) is None:
-            reader.unknown.append(Unknown(rel, line_t, f"test module {module!r} is not found next to the "
-                                                       "script or in the project folder", "tests.paths"))
+    found = _Found(script, root, calls, reader, reader.keywords(calls.build, _BUILD_KEYS, "build"),
+                   reader.keywords(calls.test, _TEST_KEYS, "test"))
+    fields = {**found.design(), **found.build_fields(), **found.tests(), **found.simulator(), **found.paths()}
     return Detected(rel, unknown=tuple(reader.unknown), notes=tuple(reader.notes), **fields)
+
+
+class _Found:
+    """The fields of :class:`Detected` from a script's evaluated ``runner.build`` and
+    ``runner.test`` keywords, a method per group (called in the order their TODOs are told)."""
+
+    def __init__(self, script: Path, root: Path, calls: _Calls, reader: _Reader,
+                 build: dict[str, Any], test: dict[str, Any]) -> None:
+        self.script, self.root, self.calls, self.reader = script, root, calls, reader
+        self.build, self.test = build, test
+        self.line_b = calls.build.lineno if calls.build else 0
+        self.line_t = calls.test.lineno if calls.test else 0
+        self.modules: tuple[str, ...] = ()
+
+    def _todo(self, line: int, what: str, key: str) -> None:
+        self.reader.unknown.append(Unknown(self.reader.rel, line, what, key))
+
+    def design(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        build, rel = self.build, self.reader.rel
+        sources = build.get("sources", build.get("verilog_sources"))
+        if sources is not None:
+            paths = _paths(sources)
+            if paths is None:
+                self._todo(self.line_b, "sources is not a list of paths", "design.sources")
+            else:
+                vhdl = [p for p in paths if p.suffix in (".vhd", ".vhdl")]
+                if vhdl:
+                    self.reader.notes.append(f"{rel}:{self.line_b}: VHDL sources ({vhdl[0].name}...) are left out: "
+                                             "hwtp mutates Verilog and SystemVerilog")
+                out["sources"] = tuple((self.script.parent / p).resolve() for p in paths if p not in vhdl)
+        elif self.calls.build is not None and not any(u.key == "design.sources" for u in self.reader.unknown):
+            self._todo(self.line_b, "runner.build has no sources", "design.sources")
+        top = build.get("hdl_toplevel", self.test.get("hdl_toplevel"))
+        if top is not None and self.reader.expect(top, str, "hdl_toplevel", self.line_b or self.line_t, "design.top"):
+            out["top"] = top
+        return out
+
+    def build_fields(self) -> dict[str, Any]:
+        """Include folders, defines, parameters (runner.test's override runner.build's) and the
+        other build arguments."""
+        out: dict[str, Any] = {}
+        conversions: tuple[tuple[str, str, Callable[[Any], list[Any] | None], str], ...] = (
+            ("includes", "build.includes", _paths, "includes"),
+            ("defines", "build.defines", _pairs, "defines"),
+            ("parameters", "build.parameters", _pairs, "parameters"),
+            ("build_args", "build.args", _names, "args"))
+        for key, yaml_key, convert, name in conversions:
+            if key in self.build:
+                value = convert(self.build[key])
+                if value is None:
+                    self._todo(self.line_b, f"{key} has a value hwtp cannot use", yaml_key)
+                elif name == "includes":
+                    out[name] = tuple((self.script.parent / p).resolve() for p in value)
+                else:
+                    out[name] = tuple(value)
+        if "parameters" in self.test:
+            overrides = _pairs(self.test["parameters"])
+            if overrides is not None:
+                merged = dict(out.get("parameters", ()))
+                merged.update(overrides)
+                out["parameters"] = tuple(merged.items())
+        return out
+
+    def tests(self) -> dict[str, Any]:
+        """Test modules, their folder, which tests run, the seed and the environment."""
+        out: dict[str, Any] = {}
+        test, line_t = self.test, self.line_t
+        if "test_module" in test:
+            modules = _names(test["test_module"])
+            if modules is None:
+                self._todo(line_t, "test_module is not a module name or a list of them", "tests.modules")
+            else:
+                out["modules"] = self.modules = tuple(modules)
+        elif self.calls.test is not None and not any(u.key == "tests.modules" for u in self.reader.unknown):
+            self._todo(line_t, "runner.test has no test_module", "tests.modules")
+        if "test_dir" in test and self.reader.expect(test["test_dir"], (str, Path), "test_dir", line_t, "tests.dir"):
+            out["test_dir"] = (self.script.parent / Path(test["test_dir"])).resolve()
+        for key in ("testcase", "test_filter"):
+            if key in test and test[key] is not None:
+                regex = _filter(test[key], key)
+                if regex is None:
+                    self._todo(line_t, f"{key} is not a name or list of names", "tests.filter")
+                else:
+                    out["test_filter"] = regex
+        if "seed" in test:
+            seed = test["seed"]
+            if isinstance(seed, str) and seed.isdigit():
+                seed = int(seed)
+            if isinstance(seed, int) and not isinstance(seed, bool):
+                out["random_seed"] = seed
+            elif seed is not None:
+                self._todo(line_t, "seed is not an integer", "tests.random_seed")
+        if "extra_env" in test:
+            env = _pairs(test["extra_env"])
+            if env is None:
+                self._todo(line_t, "extra_env is not a mapping of strings", "tests.env")
+            else:
+                out["env"] = tuple(env)
+        return out
+
+    def simulator(self) -> dict[str, Any]:
+        """The simulator ``get_runner`` names (and a note on build calls that are not read)."""
+        out: dict[str, Any] = {}
+        rel, get_runner = self.reader.rel, self.calls.get_runner
+        if get_runner is not None and get_runner.args:
+            try:
+                sim = self.reader.ev.eval(get_runner.args[0])
+            except _NotUnderstood:
+                sim = None
+            if sim in SIMULATORS:
+                out["simulator"] = sim
+            elif isinstance(sim, str):
+                self.reader.notes.append(f"{rel}:{get_runner.lineno}: the script's simulator is {sim}; "
+                                         "hwtp ci builds with Verilator (build.simulator)")
+        if self.calls.more:
+            self.reader.notes.append(f"{rel}: {self.calls.more} more runner.build call(s): only the first "
+                                     f"(line {self.line_b}) is used")
+        return out
+
+    def paths(self) -> dict[str, Any]:
+        """Where Python finds the test modules (a module found nowhere is a TODO)."""
+        script_dir = self.script.resolve().parent
+        module_paths = tuple(dict.fromkeys((script_dir, pytest_base(script_dir), self.root.resolve())))
+        for module in self.modules:
+            if module_folder(module, module_paths) is None:
+                self._todo(self.line_t, f"test module {module!r} is not found next to the script or in the "
+                                        "project folder", "tests.paths")
+        return {"module_paths": module_paths}
