@@ -2,8 +2,8 @@
 
 Both files stay at the repository root (GitHub and PyPI show the README; tooling reads
 ARCHITECTURE.md), so the pages that show them in the site read them here instead of keeping
-a copy. Their links are written from the root (``docs/x.md``); in the site they are relative
-to ``docs/``, so that prefix is dropped.
+a copy. Their links and images are written from the root (``docs/x.md``); in the site they
+are relative to ``docs/``, so that prefix is dropped.
 """
 
 from __future__ import annotations
@@ -23,4 +23,4 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
         return markdown
     text = (ROOT / source).read_text(encoding="utf-8")
     text = re.sub(r"\]\(ARCHITECTURE\.md\)", "](architecture.md)", text)
-    return re.sub(r"\]\(docs/", "](", text)
+    return re.sub(r'(\]\(|src=")docs/', r"\1", text)
