@@ -1,6 +1,6 @@
 """Each trainer export loaded as that trainer loads it, unchanged (two designs, synthetic scores).
 
-The loaders are read from each trainer's source (README, "Export formats"); without the trainer
+The loaders are read from each trainer's source (docs/reference/export-formats.md); without the trainer
 installed, its reads are emulated field by field: verl ``verl/utils/dataset/rl_dataset.py``
 (RLHFDataset), OpenRLHF ``openrlhf/datasets/utils.py`` (blending_datasets) and
 ``openrlhf/datasets/prompts_dataset.py`` (PromptDataset), NeMo-RL
@@ -25,7 +25,8 @@ from hwtp.export import ExportOptions, write_export
 datasets = pytest.importorskip("datasets")
 pytest.importorskip("pyarrow")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+#: the documentation page whose snippets load each format (was the README's "Export formats")
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "export-formats.md"
 SYSTEM = "You write hardware test plans."
 
 
@@ -250,13 +251,13 @@ def test_trl_data_utils(tmp_path: Path) -> None:
         assert text["completion"].startswith(row["completion"][0]["content"])
 
 
-# -- README: each format's snippet runs on an export -------------------------------------------
+# -- docs: each format's snippet runs on an export ---------------------------------------------
 
 
 def _section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Export formats")
-    return text[start:text.index("\n## ", start + 1)]
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.startswith("# Export formats\n"), PAGE
+    return text
 
 
 def _blocks(lang: str) -> list[str]:
@@ -272,13 +273,13 @@ def run_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_readme_python_snippets_run(run_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_docs_python_snippets_run(run_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = _blocks("python")
     formats = {m for b in blocks for m in re.findall(r"runs/demo/export/([\w-]+)", b)}
     assert formats == {"jsonl", "parquet", "trl", "trl-sft", "verl", "openrlhf", "nemo-rl"}
     for block in blocks:
         namespace: dict[str, Any] = {}
-        exec(compile(block, "README.md", "exec"), namespace)  # the README's own snippet
+        exec(compile(block, str(PAGE), "exec"), namespace)  # the page's own snippet
         if "reward_arguments" in namespace:  # called with the columns GRPOTrainer passes
             ds = namespace["ds"]
             received = namespace["reward_arguments"](
@@ -289,7 +290,7 @@ def test_readme_python_snippets_run(run_folder: Path, capsys: pytest.CaptureFixt
     assert "hwtp/" in capsys.readouterr().out
 
 
-def test_readme_trainer_commands(run_folder: Path) -> None:
+def test_docs_trainer_commands(run_folder: Path) -> None:
     """The verl/OpenRLHF command lines name the trainers' current flags and existing paths."""
     bash = "\n".join(_blocks("bash")).replace("\\\n", " ")
     words = shlex.split(bash, comments=True)

@@ -1,4 +1,4 @@
-"""verl 0.9's own code on hwtp's export: its Hydra config with the README's lines, its
+"""verl 0.9's own code on hwtp's export: its Hydra config with the documented lines, its
 ``RLHFDataset``, its ``naive`` reward manager calling ``hwtp.rewards.compute_score`` (rewards equal
 ``hwtp score``'s), and its ``compute_advantage`` on the uids the recipe ``hwtp.recipes.verl_grpo_smu``
 draws (advantages equal ``hwtp advantage --preset grpo-smu --group-by design``).
@@ -16,6 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -38,22 +39,24 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+#: the how-to whose verl command the tests compose (was the README's "Training with hwtp rewards")
+TRAINING = ROOT / "docs" / "how-to" / "training.md"
+TUTORIAL = ROOT / "docs" / "tutorials" / "ml-engineer.md"
 EXAMPLE = ROOT / "examples" / "trl" / "train.py"
 
 
-def readme_block(heading: str, starts: str) -> str:
-    """The first ```bash block after ``heading`` in the README that starts with ``starts``."""
-    text = README.read_text()
+def doc_block(page: Path, heading: str, starts: str) -> str:
+    """The first ```bash block after ``heading`` in ``page`` that starts with ``starts``."""
+    text = page.read_text()
     section = text[text.index(heading) :]
     for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
-        if block.lstrip().startswith(starts):
-            return block
-    raise AssertionError(f"no ```bash block starting {starts!r} after {heading!r}")
+        if textwrap.dedent(block).lstrip().startswith(starts):
+            return textwrap.dedent(block)
+    raise AssertionError(f"no ```bash block starting {starts!r} after {heading!r} in {page}")
 
 
 def overrides(block: str) -> list[str]:
-    """The ``key=value`` Hydra arguments of a README command (comments and ``...`` dropped)."""
+    """The ``key=value`` Hydra arguments of a documented command (comments and ``...`` dropped)."""
     words = shlex.split(block.replace("\\\n", " "), comments=True)
     return [w for w in words if "=" in w and not w.startswith("-")]
 
@@ -85,13 +88,25 @@ def _files(run_dir: Path) -> list[str]:
     return [str(out / s["file"]) for s in json.loads((out / "manifest.json").read_text())["shards"]]
 
 
+def test_tutorial_reward_lines_are_the_how_tos() -> None:
+    """The ML tutorial's verl command configures the reward exactly as the how-to's tested one."""
+
+    def reward_lines(page: Path, heading: str) -> list[str]:
+        block = doc_block(page, heading, "python -m verl.trainer.main_ppo")
+        return [o for o in overrides(block) if o.startswith(("reward.", "algorithm."))]
+
+    how_to = reward_lines(TRAINING, "# Training with hwtp rewards")
+    assert any(o.startswith("reward.custom_reward_function.path=") for o in how_to), how_to
+    assert reward_lines(TUTORIAL, "verl") == how_to
+
+
 def verl_config(run_dir: Path, extra: list[str]) -> Any:
-    """verl's own ``ppo_trainer`` config composed with the README's reward lines (as main_ppo does)."""
+    """verl's own ``ppo_trainer`` config composed with the documented reward lines (as main_ppo does)."""
     from hydra import compose, initialize_config_dir
 
     from hwtp.recipes.verl_grpo_smu import CONFIG_DIR
 
-    reward = overrides(readme_block("## Training with hwtp rewards", "python -m verl.trainer.main_ppo"))
+    reward = overrides(doc_block(TRAINING, "# Training with hwtp rewards", "python -m verl.trainer.main_ppo"))
     assert any(o.startswith("reward.custom_reward_function.path=") for o in reward), reward
     data = [f"data.train_files=[{','.join(_files(run_dir))}]", "data.max_prompt_length=8192"]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
@@ -145,7 +160,7 @@ def _close_loop(loop: Any) -> None:
 def test_readme_reward_lines_give_hwtp_score_rewards(
     run_dir: Path, tokenizer: Any, request: pytest.FixtureRequest
 ) -> None:
-    """RLHFDataset reads the export; the naive reward manager the README's lines configure calls
+    """RLHFDataset reads the export; the naive reward manager the documented lines configure calls
     hwtp's compute_score, and its rewards are the run's (``hwtp score``) on the same plans."""
     from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
     from verl.trainer.ppo.reward import get_custom_reward_fn, load_reward_manager
@@ -256,7 +271,8 @@ def test_plain_main_ppo_uids_are_refused() -> None:
 def test_recipe_entry_point_composes_verl_config(run_dir: Path) -> None:
     """``python -m hwtp.recipes.verl_grpo_smu`` takes verl's own arguments (``--cfg job`` prints the
     composed config and stops before Ray), and refuses another estimator with hwtp's message."""
-    args = overrides(readme_block("### GRPO-SMu advantages in the trainer", "python -m hwtp.recipes.verl_grpo_smu"))
+    block = doc_block(TRAINING, "## GRPO-SMu advantages in the trainer", "python -m hwtp.recipes.verl_grpo_smu")
+    args = overrides(block)
     args = [a for a in args if not a.startswith("data.train_files=")]
     files = f"data.train_files=[{','.join(_files(run_dir))}]"
     env = {**os.environ, "HWTP_STATES": str(run_dir)}

@@ -46,7 +46,7 @@ def advantage_options(func: Any) -> Any:
                 default="grpo-smu",
                 show_default=True,
                 type=click.Choice(sorted(PRESETS)),
-                help="Trainer convention (the README's preset table).",
+                help='Trainer convention (the presets table of the docs, "Rewards and advantages").',
             ),
             click.option(
                 "--group-by",

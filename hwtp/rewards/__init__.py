@@ -4,7 +4,8 @@
 ``compute_score``/``compute_score_batch`` (verl) and ``reward_func`` (OpenRLHF) call it with
 each trainer's exact signature. Mutant sets are found in the folders of ``$HWTP_STATES``
 (``os.pathsep``-separated run folders or ``hwtp mutate`` output folders) or of
-``configure(states=...)``. See the README, "Training with hwtp rewards".
+``configure(states=...)``. See the docs, "Train with hwtp rewards"
+(docs/how-to/training.md).
 """
 
 from __future__ import annotations
