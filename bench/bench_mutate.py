@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from hwtp import mutantset
@@ -223,13 +224,23 @@ def scale(reps: int, jobs: int, every_site: bool = True) -> dict[str, Path]:
 
 
 def scoring_cost(reps: int, jobs: int, large: Path | None) -> None:
-    """Seconds per evaluation on a set of ~32 mutants and on the -n 512 --depth 2 set: the same
-    plans on 32 states spread over each set's builds."""
+    """Seconds per evaluation on a set of 32 mutants and on the -n 512 --depth 2 set: the same
+    plans on the same 32 states, so the simulations are the same work and only the set's size
+    differs (the small set is the large one cut to those 32 mutants, at the same selector
+    values, in a build of its own; without the large set, a -n 16 --depth 2 set of 32)."""
     design = load_design("traffic_light")
-    small = engine.mutate(design, engine.MutationConfig(n=16, depth=2, branching=1, witness_cycles=0, jobs=jobs))
-    sets = {"32": small}
+    sets: dict[str, mutantset.MutantSet] = {}
     if large is not None:
-        sets["512"] = mutantset.load(large)
+        big = mutantset.load(large)
+        states = list(big.states)
+        step = max(1, len(states) // 32)
+        kept = {m.id for m in states[::step][:32]}
+        sets["32"] = replace(big, mutants=tuple(m for m in big.mutants if m.id in kept), spares=())
+        sets["512"] = big
+    else:
+        sets["32"] = engine.mutate(
+            design, engine.MutationConfig(n=16, depth=2, branching=1, witness_cycles=0, jobs=jobs)
+        )
     reference = load_plan_file(design.root / "plans" / "reference.yaml")
     plans = [PlanInput(f"ref{i}", reference) for i in range(8)]
     per_eval: dict[str, list[float]] = {}
@@ -309,7 +320,13 @@ def main() -> None:
     parser.add_argument("--without-every-site", action="store_true", help="part 3 without its -n 2000 run")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument(
+        "--large", type=Path, help="part 3's scoring cost only, on this -n 512 --depth 2 mutant folder"
+    )
     args = parser.parse_args()
+    if args.large:
+        scoring_cost(args.reps, args.jobs, args.large)
+        return
     if not args.only_scale:
         frontends()
         validation(args.design, args.n, args.standalone)
