@@ -235,15 +235,15 @@ def test_idle_workers_stop_and_start_again(cases: dict[str, Case]) -> None:
 def test_a_simulator_starved_past_its_start_up_budget_in_wall_time_still_starts(
     cases: dict[str, Case], starve_next_process: Any
 ) -> None:
-    # the budget counts the process's own CPU seconds: a simulator that gets no CPU for 4 s (a
+    # the budget counts the process's own CPU seconds: a simulator that gets no CPU for 9 s (a
     # busy machine, a Ray worker's nice 15) is not taken for a design that never settles at time 0
     case = cases[SEQUENTIAL]
-    with case.pool(limits=Limits(startup_s=2.0)) as pool:
-        stopper = starve_next_process(4.0)
+    with case.pool(limits=Limits(startup_s=6.0)) as pool:
+        stopper = starve_next_process(9.0)
         start = time.monotonic()
         got = pool.run(case.evaluations[:2])
         stopper.join()
-        assert time.monotonic() - start >= 4.0  # it was stopped before it got ready
+        assert time.monotonic() - start >= 9.0  # it was stopped before it got ready
     assert lines(got) == lines({e.id: case.reference[e.id] for e in case.evaluations[:2]})
 
 
