@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.design import Design, SourceFile
-from hwtp.formal import edges, miter, trace, yosys
+from hwtp.formal import edges, miter, reading, trace, yosys
 from hwtp.formal.trace import Outcome
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_parts
 from hwtp.plan import Plan
 from hwtp.sim import procs
-from hwtp.sim.backends import NO_OPTIONS, BuildOptions
+from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions
 from hwtp.witness import WitnessConfig, replay
 
 log = logging.getLogger("hwtp.formal")
@@ -43,6 +43,9 @@ class FormalConfig:
     # clock-edge proofs that hold only under hwtp's drive/sample protocol (plans sample at P/4 of
     # the low phase): off for `hwtp ci`, where the user's own testbench may sample at any time
     plan_protocol: bool = True
+    # the backend that scores the mutants: a mutant Verilator elaborates to golden's very tree
+    # is equivalent under its reading (hwtp.formal.reading), for Verilator only
+    simulator: str = DEFAULT_BACKEND
 
 
 @dataclass(frozen=True)
@@ -64,12 +67,32 @@ _SWAPS = frozenset({"assignment.blocking_to_nonblocking", "assignment.nonblockin
 
 
 def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig) -> dict[str, Verdict]:
-    """Verdicts for ``mutants`` (valid members of ``mutant_set``), by id."""
+    """Verdicts for ``mutants`` (valid members of ``mutant_set``), by id.
+
+    Yosys' verdicts first; a mutant they leave unknown is equivalent when the simulator reads
+    it as golden (:mod:`hwtp.formal.reading`). A blocking/non-blocking swap is looked at that
+    way first: inside a combinational block it is no change at all for Verilator, and its
+    standalone checks are the slowest."""
     if not mutants:
         return {}
     exe = yosys.require()
     tool = yosys.version(exe)
+    swaps = [m for m in mutants if any(s.operator in _SWAPS for s in m.sites)]
+    early = _read_as_golden(mutant_set, swaps, config)
+    out = {**_check(exe, tool, mutant_set, [m for m in mutants if m.id not in early], config), **early}
+    tried = {m.id for m in swaps}
+    left = [m for m in mutants if out[m.id].klass == MutantClass.UNKNOWN and m.id not in tried]
+    out.update(_read_as_golden(mutant_set, left, config, out))
+    return out
+
+
+def _check(
+    exe: str, tool: str, mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
+) -> dict[str, Verdict]:
+    """Yosys' verdicts for ``mutants``, by id."""
     out: dict[str, Verdict] = {}
+    if not mutants:
+        return out
     checkable = []
     for m in mutants:
         reason = miter.unsupported(m)
@@ -244,6 +267,35 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                     **{k: v for k, v in out[mid].proof.items() if k != "method"},
                     method="bmc",
                 )
+    return out
+
+
+def _read_as_golden(
+    mutant_set: MutantSet,
+    mutants: Sequence[Mutant],
+    config: FormalConfig,
+    before: dict[str, Verdict] | None = None,
+) -> dict[str, Verdict]:
+    """The ``mutants`` Verilator elaborates to golden's tree (:mod:`hwtp.formal.reading`):
+    equivalent under the simulator's own reading, by id; the others are left out (``before``:
+    their verdicts so far, whose seconds the proof adds to)."""
+    if not mutants or not reading.applies(config.simulator):
+        return {}
+    design = mutant_set.design
+    golden, _ = reading.tree(design, design.sources, config.build)
+    if golden is None:
+        return {}
+    tool = reading.version()
+    out = {}
+    for m in mutants:
+        mine, spent = reading.tree(design, mutant_set.sources_of(m), config.build)
+        if mine == golden:
+            earlier = (before or {}).get(m.id)
+            seconds = float(earlier.proof.get("seconds", 0.0)) if earlier is not None else 0.0
+            proof = {"method": "verilator-tree", "tool": tool, "seconds": round(seconds + spent, 3)}
+            if earlier is not None and "reason" in earlier.proof:
+                proof["checker"] = earlier.proof["reason"]  # what Yosys' reading gave, kept for the record
+            out[m.id] = Verdict(MutantClass.EQUIVALENT, proof)
     return out
 
 
