@@ -497,15 +497,18 @@ def test_an_out_of_range_select_verilator_reads_as_golden_is_proved_under_its_re
 def test_a_blocking_swap_is_proved_only_where_verilator_runs_it_as_blocking(tmp_path: Path) -> None:
     """``=`` made ``<=`` in an ``always @*`` block: Yosys applies the ``<=`` at the block's end
     (``f`` reads the default), Verilator runs it as ``=`` (COMBDLY): no change for the
-    simulator. With a sensitivity list, or on a clock edge, Verilator keeps the ``<=``: never
-    proved that way, and the clocked one is killable (``q`` a cycle later)."""
+    simulator. With a sensitivity list Verilator keeps the ``<=`` (``f`` reads the old ``r``),
+    where Yosys proves it equivalent: that proof is not taken. On a clock edge the swap is
+    killable (``q`` a cycle later)."""
     swap = dict(operator="assignment.blocking_to_nonblocking", guard="stmt")
     comb = _set(tmp_path, COMB_SWAP, "cswap", [("=", "<=", "r = a & b;")], **swap)  # type: ignore[arg-type]
     verdict = check(comb, comb.mutants, FormalConfig())["m0001"]
     assert verdict.klass == MutantClass.EQUIVALENT and verdict.proof["method"] == "verilator-tree", verdict.proof
     listed = _set(tmp_path, LISTED_SWAP, "lswap", [("=", "<=", "r = a & b;")], **swap)  # type: ignore[arg-type]
     verdict = check(listed, listed.mutants, FormalConfig())["m0001"]
+    # Yosys' proc reads it as one circuit and proves it; Verilator shows f a change late
     assert verdict.klass != MutantClass.EQUIVALENT, verdict.proof
+    assert verdict.klass == MutantClass.KILLABLE or "level-sensitive" in verdict.proof["reason"], verdict.proof
     clocked = _set(
         tmp_path,
         CLOCKED_SWAP,

@@ -18,13 +18,21 @@ with no sensitivity list and no timing control becomes a blocking one). Equal tr
 model: every later pass of Verilator sees the same input, so no stimulus, a plan's or a
 project's own testbench, tells them apart in that simulator. Anything else (another
 simulator, a tree that differs anywhere) stays with the checker's verdict.
+
+The other way round, a non-blocking assignment in a level-sensitive process (``always @*``,
+or a sensitivity list without edges) is where the two readings part: Verilator runs ``<=``
+in ``always @*`` as ``=``, and keeps it in ``always @(a or b)``, whose reads then see the old
+value, while Yosys' ``proc`` reads both as one combinational circuit. Yosys' proofs do not
+hold for the simulator there (:attr:`Reading.level_nonblocking`), so the classifier does not
+take them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hwtp.design import Design, SourceFile
@@ -49,19 +57,30 @@ def version() -> str:
     return f"verilator {toolchain.find_verilator().version_text}"
 
 
-def tree(design: Design, sources: Sequence[SourceFile], build: BuildOptions) -> tuple[Any | None, float]:
-    """(Verilator's canonical tree of ``sources``, or None when it cannot write one; the CPU
-    seconds Verilator took)."""
+@dataclass(frozen=True)
+class Reading:
+    """Verilator's reading of some sources: its canonical tree (None when Verilator wrote
+    none), whether a level-sensitive process holds a non-blocking assignment, and the CPU
+    seconds Verilator took."""
+
+    model: Any
+    level_nonblocking: bool
+    seconds: float
+
+
+def read(design: Design, sources: Sequence[SourceFile], build: BuildOptions) -> Reading:
+    """Verilator's :class:`Reading` of ``sources`` with the build's options."""
     before = os.times()
     text = VerilatorBackend().elaborated(sources, design.top, build)
     after = os.times()
     used = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    if text is None:
-        return None, used
     try:
-        return canonical(json.loads(text)), used
+        raw = json.loads(text) if text is not None else None
     except ValueError:
-        return None, used
+        raw = None
+    if raw is None:
+        return Reading(None, False, used)
+    return Reading(canonical(raw), _level_nonblocking(raw), used)
 
 
 def canonical(node: Any, combinational: bool = False) -> Any:
@@ -82,12 +101,28 @@ def canonical(node: Any, combinational: bool = False) -> Any:
     return out
 
 
-def _waits(node: Any) -> bool:
-    """Whether a timing control occurs anywhere in ``node``."""
+def _level_nonblocking(node: Any) -> bool:
+    """Whether a process without an edge in its sensitivity holds a non-blocking assignment."""
     if isinstance(node, list):
-        return any(_waits(n) for n in node)
+        return any(_level_nonblocking(n) for n in node)
     if not isinstance(node, dict):
         return False
-    if node.get("type") in _TIMING or node.get("timingControlp"):
-        return True
-    return any(_waits(v) for v in node.values() if isinstance(v, (list, dict)))
+    if node.get("type") == "ALWAYS":
+        return not _has(node.get("sentreep"), lambda n: n.get("edgeType") in ("POS", "NEG")) and _has(
+            node.get("stmtsp"), lambda n: n.get("type") == "ASSIGNDLY"
+        )
+    return any(_level_nonblocking(v) for v in node.values() if isinstance(v, (list, dict)))
+
+
+def _has(node: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether a node of ``node``'s tree passes ``test``."""
+    if isinstance(node, list):
+        return any(_has(n, test) for n in node)
+    if not isinstance(node, dict):
+        return False
+    return test(node) or any(_has(v, test) for v in node.values() if isinstance(v, (list, dict)))
+
+
+def _waits(node: Any) -> bool:
+    """Whether a timing control occurs anywhere in ``node``."""
+    return _has(node, lambda n: n.get("type") in _TIMING or bool(n.get("timingControlp")))
