@@ -103,7 +103,7 @@ def _set(
             g + len(span.encode()),
             guard,  # type: ignore[arg-type]
             line,
-            1,
+            start - data.rfind(b"\n", 0, start),
         )
         mutants.append(Mutant(f"m{i:04d}", operator, path.name, line, 1, original, replacement, index=i, sites=(site,)))
     return MutantSet(design, 0, tuple(mutants))
@@ -457,6 +457,15 @@ COMB_SWAP = """module cswap(input [3:0] a, input [3:0] b, output reg [3:0] r, ou
 endmodule
 """
 
+CHAIN_SWAP = """module chain(input [1:0] s, output reg [1:0] o);
+  always @(*) begin
+    if (s[0]) o = 2'd1;
+    else if (s[1]) o = 2'd2;
+    else o = 2'd0;
+  end
+endmodule
+"""
+
 LISTED_SWAP = """module lswap(input [3:0] a, input [3:0] b, output reg [3:0] r, output reg f);
   always @(a or b) begin
     r = a & b;
@@ -504,6 +513,11 @@ def test_a_blocking_swap_is_proved_only_where_verilator_runs_it_as_blocking(tmp_
     comb = _set(tmp_path, COMB_SWAP, "cswap", [("=", "<=", "r = a & b;")], **swap)  # type: ignore[arg-type]
     verdict = check(comb, comb.mutants, FormalConfig())["m0001"]
     assert verdict.klass == MutantClass.EQUIVALENT and verdict.proof["method"] == "verilator-tree", verdict.proof
+    # Verilator folds golden's if chain of `=` into one ?: and not the mutant's: the trees differ,
+    # and the one `<=`, in a process Verilator makes combinational, is what tells them apart
+    chain = _set(tmp_path, CHAIN_SWAP, "chain", [("=", "<=", "o = 2'd2;")], **swap)  # type: ignore[arg-type]
+    verdict = check(chain, chain.mutants, FormalConfig())["m0001"]
+    assert verdict.klass == MutantClass.EQUIVALENT and verdict.proof["method"] == "verilator-combdly", verdict.proof
     listed = _set(tmp_path, LISTED_SWAP, "lswap", [("=", "<=", "r = a & b;")], **swap)  # type: ignore[arg-type]
     verdict = check(listed, listed.mutants, FormalConfig())["m0001"]
     # Yosys' proc reads it as one circuit and proves it; Verilator shows f a change late

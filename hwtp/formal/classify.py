@@ -63,7 +63,8 @@ def _unknown(reason: str, **proof: Any) -> Verdict:
 
 
 #: Operators whose schemata guard mixes blocking and non-blocking assignments to one variable.
-_SWAPS = frozenset({"assignment.blocking_to_nonblocking", "assignment.nonblocking_to_blocking"})
+_ADDS = "assignment.blocking_to_nonblocking"
+_SWAPS = frozenset({_ADDS, "assignment.nonblocking_to_blocking"})
 
 
 def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig) -> dict[str, Verdict]:
@@ -117,9 +118,9 @@ def _not_under_the_simulators_reading(
     changed = {}
     for m in mutants:
         verdict = out[m.id]
-        if verdict.klass != MutantClass.EQUIVALENT or verdict.proof.get("method") == "verilator-tree":
+        if verdict.klass != MutantClass.EQUIVALENT or str(verdict.proof.get("method")).startswith("verilator-"):
             continue
-        adds = any(s.operator == "assignment.blocking_to_nonblocking" for s in m.sites)
+        adds = any(s.operator == _ADDS for s in m.sites)
         if readings.golden.level_nonblocking or (adds and readings.of(m).level_nonblocking):
             changed[m.id] = _unknown(
                 f"Yosys proved it ({verdict.proof.get('method')}), but a non-blocking assignment in a "
@@ -331,14 +332,30 @@ def _read_as_golden(
     for m in mutants:
         mine = readings.of(m)
         spent = mine.seconds
-        if mine.model == golden:
+        method = (
+            "verilator-tree"
+            if mine.model == golden
+            else "verilator-combdly"
+            if _combinational_swap(readings.golden, mine, m)
+            else None
+        )
+        if method is not None:
             earlier = (before or {}).get(m.id)
             seconds = float(earlier.proof.get("seconds", 0.0)) if earlier is not None else 0.0
-            proof = {"method": "verilator-tree", "tool": tool, "seconds": round(seconds + spent, 3)}
+            proof = {"method": method, "tool": tool, "seconds": round(seconds + spent, 3)}
             if earlier is not None and "reason" in earlier.proof:
                 proof["checker"] = earlier.proof["reason"]  # what Yosys' reading gave, kept for the record
             out[m.id] = Verdict(MutantClass.EQUIVALENT, proof)
     return out
+
+
+def _combinational_swap(golden: reading.Reading, mine: reading.Reading, m: Mutant) -> bool:
+    """Whether ``m`` is one blocking/non-blocking swap that Verilator runs as golden's ``=``
+    (:func:`hwtp.formal.reading.runs_as_blocking`)."""
+    if len(m.sites) != 1 or m.sites[0].operator not in _SWAPS:
+        return False
+    site = m.sites[0]
+    return reading.runs_as_blocking(golden, mine, site.line, site.col, site.operator == _ADDS)
 
 
 def _edge_proofs(

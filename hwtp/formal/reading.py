@@ -66,6 +66,9 @@ class Reading:
     model: Any
     level_nonblocking: bool
     seconds: float
+    # every non-blocking assignment: (line, column) of its `<=`, and whether its process is
+    # one Verilator makes combinational (and so runs the `<=` as `=`)
+    nonblocking: frozenset[tuple[int, int, bool]] = frozenset()
 
 
 def read(design: Design, sources: Sequence[SourceFile], build: BuildOptions) -> Reading:
@@ -80,7 +83,22 @@ def read(design: Design, sources: Sequence[SourceFile], build: BuildOptions) -> 
         raw = None
     if raw is None:
         return Reading(None, False, used)
-    return Reading(canonical(raw), _level_nonblocking(raw), used)
+    return Reading(_numbered(canonical(raw)), _level_nonblocking(raw), used, frozenset(_nonblocking(raw)))
+
+
+def runs_as_blocking(golden: Reading, mutant: Reading, line: int, col: int, adds: bool) -> bool:
+    """Whether the one blocking/non-blocking swap at ``line``:``col`` (``adds``: ``=`` made
+    ``<=``, else ``<=`` made ``=``) is no change for Verilator: the side that has the ``<=``
+    has it, there, in a process Verilator makes combinational (so it runs it as ``=``, the
+    other side's text), and the other side has no ``<=`` there. Where Verilator folded
+    golden's assignments differently (an ``if`` chain of ``=`` becomes one ``?:``) the trees
+    differ, but the text differs only by the swap, so this is the whole difference."""
+    with_it, without = (mutant, golden) if adds else (golden, mutant)
+    if with_it.model is None or without.model is None:
+        return False
+    return (line, col, True) in with_it.nonblocking and not any(
+        (line, col) == (n[0], n[1]) for n in without.nonblocking
+    )
 
 
 def canonical(node: Any, combinational: bool = False) -> Any:
@@ -92,13 +110,68 @@ def canonical(node: Any, combinational: bool = False) -> Any:
         return node
     kind = node.get("type")
     if kind == "ALWAYS":
-        combinational = (
-            node.get("keyword") in _COMBINATIONAL and not node.get("sentreep") and not _waits(node.get("stmtsp"))
-        )
+        combinational = _combinational(node)
     out = {k: canonical(v, combinational) for k, v in node.items() if k not in _LOCATION}
     if combinational and kind == "ASSIGNDLY":
         out["type"] = "ASSIGN"
     return out
+
+
+def _nonblocking(node: Any, combinational: bool = False) -> list[tuple[int, int, bool]]:
+    """(line, column, in a combinational process) of every ``ASSIGNDLY`` under ``node``."""
+    if isinstance(node, list):
+        return [found for n in node for found in _nonblocking(n, combinational)]
+    if not isinstance(node, dict):
+        return []
+    if node.get("type") == "ALWAYS":
+        combinational = _combinational(node)
+    out = []
+    if node.get("type") == "ASSIGNDLY":
+        where = str(node.get("loc", "")).split(",")
+        if len(where) == 3 and ":" in where[1]:
+            line, col = where[1].split(":", 1)
+            out.append((int(line), int(col), combinational))
+    for v in node.values():
+        if isinstance(v, (list, dict)):
+            out += _nonblocking(v, combinational)
+    return out
+
+
+def _combinational(process: dict[str, Any]) -> bool:
+    """Whether Verilator's ``V3Active`` makes ``process`` (an ``ALWAYS``) combinational, so
+    that it runs its ``<=`` as ``=``: no sensitivity list (``@*``), no timing control."""
+    return (
+        process.get("keyword") in _COMBINATIONAL and not process.get("sentreep") and not _waits(process.get("stmtsp"))
+    )
+
+
+def _numbered(tree: Any) -> Any:
+    """``tree`` with every node's ``addr`` (``(OC)``: Verilator numbers nodes as it makes them,
+    the ones it dropped included) renumbered in the order the tree lists them, and every
+    reference to a node (a field holding its ``addr``) renamed alike: equal structure, equal
+    text, and no two different trees made equal (a one-to-one renaming)."""
+    order: dict[str, str] = {}
+
+    def collect(node: Any) -> None:
+        if isinstance(node, list):
+            for n in node:
+                collect(n)
+        elif isinstance(node, dict):
+            addr = node.get("addr")
+            if isinstance(addr, str) and addr not in order:
+                order[addr] = f"#{len(order)}"
+            for v in node.values():
+                collect(v)
+
+    def rename(node: Any) -> Any:
+        if isinstance(node, list):
+            return [rename(n) for n in node]
+        if isinstance(node, dict):
+            return {k: rename(v) for k, v in node.items()}
+        return order.get(node, node) if isinstance(node, str) else node
+
+    collect(tree)
+    return rename(tree)
 
 
 def _level_nonblocking(node: Any) -> bool:
