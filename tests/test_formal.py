@@ -537,6 +537,29 @@ def test_a_blocking_swap_is_proved_only_where_verilator_runs_it_as_blocking(tmp_
     assert _confirm(clocked, clocked.mutants[0], verdict.witness) == ("pass", "fail")
 
 
+LISTED_GOLDEN = """module lgold(input [3:0] a, input [3:0] b, output reg [3:0] r, output reg f);
+  always @(a or b) begin
+    r <= a & b;
+    f = r[0];
+  end
+endmodule
+"""
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_yosys_proofs_are_not_taken_where_golden_has_a_level_sensitive_nonblocking_assignment(tmp_path: Path) -> None:
+    """Golden's own ``<=`` in ``always @(a or b)``: Verilator runs the block by its list, ``f``
+    reading the old ``r``; Yosys reads one circuit. A mutant Yosys proves equivalent there is
+    only taken when Verilator's own reading says so."""
+    mutant_set = _set(tmp_path, LISTED_GOLDEN, "lgold", [("a & b", "b & a", "a & b")])
+    verdict = check(mutant_set, mutant_set.mutants, FormalConfig())["m0001"]
+    method = str(verdict.proof.get("method"))
+    assert method.startswith("verilator-") or (
+        verdict.klass == MutantClass.UNKNOWN and "level-sensitive" in verdict.proof["reason"]
+    ), verdict.proof
+
+
 def test_verilators_reading_makes_only_a_combinational_process_nonblocking_assignments_blocking() -> None:
     def process(sentree: list[object], body: list[object]) -> dict[str, object]:
         return {"type": "ALWAYS", "keyword": "always", "loc": "e,1:1,1:2", "sentreep": sentree, "stmtsp": body}
