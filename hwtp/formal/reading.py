@@ -176,15 +176,14 @@ def _numbered(tree: Any) -> Any:
 
 def _level_nonblocking(node: Any) -> bool:
     """Whether a process without an edge in its sensitivity holds a non-blocking assignment."""
-    if isinstance(node, list):
-        return any(_level_nonblocking(n) for n in node)
-    if not isinstance(node, dict):
-        return False
-    if node.get("type") == "ALWAYS":
-        return not _has(node.get("sentreep"), lambda n: n.get("edgeType") in ("POS", "NEG")) and _has(
-            node.get("stmtsp"), lambda n: n.get("type") == "ASSIGNDLY"
-        )
-    return any(_level_nonblocking(v) for v in node.values() if isinstance(v, (list, dict)))
+    return _has(
+        node,
+        lambda n: (
+            n.get("type") == "ALWAYS"
+            and not _has(n.get("sentreep"), lambda s: s.get("edgeType") in ("POS", "NEG"))
+            and _has(n.get("stmtsp"), lambda s: s.get("type") == "ASSIGNDLY")
+        ),
+    )
 
 
 def _has(node: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
