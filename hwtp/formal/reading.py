@@ -14,10 +14,14 @@ reads some code differently, and its counterexamples on such code do not replay:
 The proof: Verilator's elaborated tree of the mutant (``--json-only``, with the build's own
 flags, parameters and defines) equals golden's, source locations aside, after the one
 rewrite Verilator itself makes next (``V3Active``: a non-blocking assignment in a process
-with no sensitivity list and no timing control becomes a blocking one). Equal trees are one
-model: every later pass of Verilator sees the same input, so no stimulus, a plan's or a
-project's own testbench, tells them apart in that simulator. Anything else (another
-simulator, a tree that differs anywhere) stays with the checker's verdict.
+with no sensitivity list and no timing control becomes a blocking one), node numbers
+renumbered in tree order. Equal trees are one model: every later pass of Verilator sees the
+same input, so no stimulus, a plan's or a project's own testbench, tells them apart in that
+simulator. Verilator has already folded an ``if`` chain of ``=`` into one ``?:`` by then, and
+leaves one with a ``<=`` in it, so a swap there has a tree of its own:
+:func:`runs_as_blocking` proves it from where the one ``<=`` sits instead (the texts differ by
+the swap alone). Anything else (another simulator, a tree that differs anywhere) stays with
+the checker's verdict.
 
 The other way round, a non-blocking assignment in a level-sensitive process (``always @*``,
 or a sensitivity list without edges) is where the two readings part: Verilator runs ``<=``
