@@ -5,7 +5,9 @@ For every shipped design: ``hwtp mutate -n 0`` (every site) with the witness sea
 ``unknown`` mutants. Reported per design and in total:
 
 - the share of the witness search's unknowns the checker resolves (proved ``equivalent``,
-  or ``killable`` with a counterexample the simulator confirmed); goal >= 90%;
+  or ``killable`` with a counterexample the simulator confirmed); goal >= 90%; how many each
+  method resolved (``verilator-tree``: Verilator elaborates the mutant to golden's tree,
+  ``hwtp.formal.reading``), and per design why the rest stay unknown;
 - the CPU time per mutant inside one invocation for all (hwtp's way; ABC pdr added where it
   ran): median and worst; goal: median < 1 s (CPU seconds: the number does not move with
   the machine's load, hwtp's limits count the same way);
@@ -142,6 +144,7 @@ def main() -> None:
         totals: Counter[str] = Counter()
         check_all = batch_all = each_all = 0.0
         reasons: Counter[str] = Counter()
+        methods: Counter[str] = Counter()
         pdr_times: list[float] = []
         pdr_proved = 0
         for name, result, unknown in sets:
@@ -154,7 +157,9 @@ def main() -> None:
                 if "seconds" in v.proof:
                     times.append(float(v.proof["seconds"]))
                 if v.klass == MutantClass.UNKNOWN:
-                    reasons[str(v.proof.get("reason", ""))[:70]] += 1
+                    reasons[f"{name}: {str(v.proof.get('reason', ''))[:70]}"] += 1
+                else:
+                    methods[f"{v.klass.value} by {v.proof.get('method')}"] += 1
             if args.pdr:
                 still = [
                     m for m in unknown if verdicts[m.id].klass == MutantClass.UNKNOWN and miter.unsupported(m) is None
@@ -198,6 +203,7 @@ def main() -> None:
                 f"ABC pdr on the {len(pdr_times)} still unknown: {pdr_proved} proved equivalent ({median} each, "
                 f"export included); resolved with pdr: {both} ({share_pdr:.0%})"
             )
+        print("  resolved by: " + ", ".join(f"{n} {what}" for what, n in methods.most_common()))
         for reason, n in reasons.most_common():
             print(f"  still unknown: {n} x {reason}")
         rep_share.append(100 * share)

@@ -531,6 +531,7 @@ def _classify_formally(
             jobs=config.jobs,
             eval_s=max(config.eval_timeout, FormalConfig.eval_s),  # the replay's wall clock is a backstop
             build=config.build,
+            simulator=config.simulator,
         ),
     )
     found = dict(found)

@@ -293,6 +293,18 @@ class VerilatorBackend:
     def opaque_arguments(self, options: BuildOptions) -> list[str]:
         return _opaque(_VERILATOR_OPAQUE, options)
 
+    def elaborated(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
+        """Verilator's tree of ``sources`` as a build elaborates them (``--json-only``: parameters
+        resolved, widths and constants folded; before its scheduling passes), as JSON text; None
+        when Verilator does not write it. Read by :mod:`hwtp.formal.reading`."""
+        tool = toolchain.find_verilator()
+        name = "hwtp-tree.json"
+        argv = [str(tool.executable), "--json-only", "--json-only-output", name, "--top-module", top,
+                *_VERILATOR_FLAGS, *self.arguments(top, options)]
+        out, _, files = _run_on_sources("tree", argv, sources, options, toolchain.simulator_environment(tool),
+                                        (name,))
+        return files.get(name) if out is not None and out.returncode == 0 else None
+
     def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
         tool = toolchain.find_verilator()
         argv = [str(tool.executable), "-E", "--top-module", top, *_VERILATOR_FLAGS, *self.arguments(top, options)]

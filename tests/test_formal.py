@@ -19,7 +19,7 @@ import pytest
 from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import Clock, Reset, load_design
-from hwtp.formal import yosys
+from hwtp.formal import reading, yosys
 from hwtp.formal.classify import FormalConfig, check
 from hwtp.formal.miter import Bounds
 from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
@@ -72,34 +72,40 @@ endmodule
 """
 
 
-def _set(tmp_path: Path, text: str, name: str, edits: list[tuple[str, str, str]], **controls: object) -> MutantSet:
+def _set(
+    tmp_path: Path,
+    text: str,
+    name: str,
+    edits: list[tuple[str, str, str]],
+    operator: str = "test.edit",
+    guard: str = "expr",
+    **controls: object,
+) -> MutantSet:
     """A mutant set of the design in ``text`` with one mutant per (original, replacement,
-    guard text): the edit and its guard found by text (an expression guard)."""
+    guard text): the edit and its guard found by text (an expression guard unless told)."""
     path = tmp_path / f"{name}.v"
     path.write_text(text)
     design = load_design(path, **controls)  # type: ignore[arg-type]
     data = text.encode()
     mutants = []
-    for i, (original, replacement, guard) in enumerate(edits, start=1):
-        g = data.index(guard.encode())
+    for i, (original, replacement, span) in enumerate(edits, start=1):
+        g = data.index(span.encode())
         start = data.index(original.encode(), g)
         line = text[: len(data[:start].decode())].count("\n") + 1
         site = Site(
             path.name,
             start,
             start + len(original.encode()),
-            "test.edit",
+            operator,
             original,
             replacement,
             g,
-            g + len(guard.encode()),
-            "expr",
+            g + len(span.encode()),
+            guard,  # type: ignore[arg-type]
             line,
-            1,
+            start - data.rfind(b"\n", 0, start),
         )
-        mutants.append(
-            Mutant(f"m{i:04d}", "test.edit", path.name, line, 1, original, replacement, index=i, sites=(site,))
-        )
+        mutants.append(Mutant(f"m{i:04d}", operator, path.name, line, 1, original, replacement, index=i, sites=(site,)))
     return MutantSet(design, 0, tuple(mutants))
 
 
@@ -434,3 +440,134 @@ def test_a_clock_edge_mutant_is_proved_only_when_its_flip_flops_read_no_rising_e
     assert second.klass == MutantClass.KILLABLE, second
     verdict = check(result, [second], FormalConfig())[second.id]
     assert verdict.klass == MutantClass.UNKNOWN and "clock-edge" in verdict.proof["reason"], verdict.proof
+
+
+SELECT = """module pick #(parameter W = 8) (input [W-1:0] a, input [W-1:0] b, output y, output z);
+  assign y = a[W-1] & b[0];
+  assign z = a[0] | b[W-1];
+endmodule
+"""
+
+COMB_SWAP = """module cswap(input [3:0] a, input [3:0] b, output reg [3:0] r, output reg f);
+  always @* begin
+    r = 4'd0;
+    r = a & b;
+    f = r[0];
+  end
+endmodule
+"""
+
+CHAIN_SWAP = """module chain(input [1:0] s, output reg [1:0] o);
+  always @(*) begin
+    if (s[0]) o = 2'd1;
+    else if (s[1]) o = 2'd2;
+    else o = 2'd0;
+  end
+endmodule
+"""
+
+LISTED_SWAP = """module lswap(input [3:0] a, input [3:0] b, output reg [3:0] r, output reg f);
+  always @(a or b) begin
+    r = a & b;
+    f = r[0];
+  end
+endmodule
+"""
+
+CLOCKED_SWAP = """module kswap(input clk, input rst, input d, output reg q);
+  reg t;
+  always @(posedge clk) begin
+    t = d;
+    q <= t;
+  end
+endmodule
+"""
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_an_out_of_range_select_verilator_reads_as_golden_is_proved_under_its_reading(tmp_path: Path) -> None:
+    """``a[-W-1]`` is x (then 0) for Yosys, so its counterexample does not replay: Verilator
+    sizes the index to the select (-9 in 3 bits is 7) and elaborates golden's very tree. Under
+    another simulator the same mutant is not proved."""
+    mutant_set = _set(tmp_path, SELECT, "pick", [("W-1", "-W-1", "a[W-1]"), ("W-1", "W-2", "a[W-1]")])
+    verdicts = check(mutant_set, mutant_set.mutants, FormalConfig())
+    same = verdicts["m0001"]
+    assert same.klass == MutantClass.EQUIVALENT and same.proof["method"] == "verilator-tree", same.proof
+    assert "does not reproduce" in same.proof["checker"] and same.proof["tool"].startswith("verilator ")
+    other = verdicts["m0002"]  # a[6]: a real difference, confirmed by the simulator
+    assert other.klass == MutantClass.KILLABLE and other.witness is not None
+    icarus = check(mutant_set, mutant_set.mutants[:1], FormalConfig(simulator="icarus"))["m0001"]
+    assert icarus.klass == MutantClass.UNKNOWN and "does not reproduce" in icarus.proof["reason"], icarus.proof
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_a_blocking_swap_is_proved_only_where_verilator_runs_it_as_blocking(tmp_path: Path) -> None:
+    """``=`` made ``<=`` in an ``always @*`` block: Yosys applies the ``<=`` at the block's end
+    (``f`` reads the default), Verilator runs it as ``=`` (COMBDLY): no change for the
+    simulator. With a sensitivity list Verilator keeps the ``<=`` (``f`` reads the old ``r``),
+    where Yosys proves it equivalent: that proof is not taken. On a clock edge the swap is
+    killable (``q`` a cycle later)."""
+    swap = dict(operator="assignment.blocking_to_nonblocking", guard="stmt")
+    comb = _set(tmp_path, COMB_SWAP, "cswap", [("=", "<=", "r = a & b;")], **swap)  # type: ignore[arg-type]
+    verdict = check(comb, comb.mutants, FormalConfig())["m0001"]
+    assert verdict.klass == MutantClass.EQUIVALENT and verdict.proof["method"] == "verilator-tree", verdict.proof
+    # Verilator folds golden's if chain of `=` into one ?: and not the mutant's: the trees differ,
+    # and the one `<=`, in a process Verilator makes combinational, is what tells them apart
+    chain = _set(tmp_path, CHAIN_SWAP, "chain", [("=", "<=", "o = 2'd2;")], **swap)  # type: ignore[arg-type]
+    verdict = check(chain, chain.mutants, FormalConfig())["m0001"]
+    assert verdict.klass == MutantClass.EQUIVALENT and verdict.proof["method"] == "verilator-combdly", verdict.proof
+    listed = _set(tmp_path, LISTED_SWAP, "lswap", [("=", "<=", "r = a & b;")], **swap)  # type: ignore[arg-type]
+    verdict = check(listed, listed.mutants, FormalConfig())["m0001"]
+    # Yosys' proc reads it as one circuit and proves it; Verilator shows f a change late
+    assert verdict.klass != MutantClass.EQUIVALENT, verdict.proof
+    assert verdict.klass == MutantClass.KILLABLE or "level-sensitive" in verdict.proof["reason"], verdict.proof
+    clocked = _set(
+        tmp_path,
+        CLOCKED_SWAP,
+        "kswap",
+        [("=", "<=", "t = d;")],
+        clock=Clock("clk"),
+        reset=Reset("rst", "high", 1),
+        **swap,  # type: ignore[arg-type]
+    )
+    verdict = check(clocked, clocked.mutants, FormalConfig())["m0001"]
+    assert verdict.klass == MutantClass.KILLABLE and verdict.witness is not None, verdict.proof
+    assert _confirm(clocked, clocked.mutants[0], verdict.witness) == ("pass", "fail")
+
+
+LISTED_GOLDEN = """module lgold(input [3:0] a, input [3:0] b, output reg [3:0] r, output reg f);
+  always @(a or b) begin
+    r <= a & b;
+    f = r[0];
+  end
+endmodule
+"""
+
+
+@needs_yosys
+@pytest.mark.sim
+def test_yosys_proofs_are_not_taken_where_golden_has_a_level_sensitive_nonblocking_assignment(tmp_path: Path) -> None:
+    """Golden's own ``<=`` in ``always @(a or b)``: Verilator runs the block by its list, ``f``
+    reading the old ``r``; Yosys reads one circuit. A mutant Yosys proves equivalent there is
+    only taken when Verilator's own reading says so."""
+    mutant_set = _set(tmp_path, LISTED_GOLDEN, "lgold", [("a & b", "b & a", "a & b")])
+    verdict = check(mutant_set, mutant_set.mutants, FormalConfig())["m0001"]
+    method = str(verdict.proof.get("method"))
+    assert method.startswith("verilator-") or (
+        verdict.klass == MutantClass.UNKNOWN and "level-sensitive" in verdict.proof["reason"]
+    ), verdict.proof
+
+
+def test_verilators_reading_makes_only_a_combinational_process_nonblocking_assignments_blocking() -> None:
+    def process(sentree: list[object], body: list[object]) -> dict[str, object]:
+        return {"type": "ALWAYS", "keyword": "always", "loc": "e,1:1,1:2", "sentreep": sentree, "stmtsp": body}
+
+    nba = {"type": "ASSIGNDLY", "loc": "e,2:1,2:3", "lhsp": [], "rhsp": [], "timingControlp": []}
+    ba = {**nba, "type": "ASSIGN", "loc": "e,9:1,9:2"}
+    assert reading.canonical(process([], [nba])) == reading.canonical(process([], [ba]))
+    edge = [{"type": "SENTREE", "sensesp": [{"type": "SENITEM", "edgeType": "POS"}]}]
+    assert reading.canonical(process(edge, [nba])) != reading.canonical(process(edge, [ba]))
+    waits = {"type": "DELAY", "lhsp": []}
+    assert reading.canonical(process([], [waits, nba])) != reading.canonical(process([], [waits, ba]))

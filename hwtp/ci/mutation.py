@@ -454,9 +454,10 @@ def _prove_survivors(results: tuple[MutantResult, ...], mutant_set: mutantset.Mu
             note(f"survivors not checked for equivalence: {skipped}")
         return results
     targets = [m for m in mutant_set.valid if m.id in survivors]
+    # the project's own testbench samples when it likes: no edge-protocol proofs
     verdicts = formal_check(mutant_set, targets, FormalConfig(
         Bounds(depth=config.formal_depth, timeout_s=config.formal_timeout), jobs=config.jobs, build=config.build,
-        plan_protocol=False))  # the project's own testbench samples when it likes: no edge-protocol proofs
+        plan_protocol=False, simulator=config.simulator))
     proved = {mid: v for mid, v in verdicts.items() if v.klass == MutantClass.EQUIVALENT}
     if note:
         why = Counter(str(v.proof.get("reason") or v.klass.value) for mid, v in verdicts.items() if mid not in proved)

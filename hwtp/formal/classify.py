@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.design import Design, SourceFile
-from hwtp.formal import edges, miter, trace, yosys
+from hwtp.formal import edges, miter, reading, trace, yosys
 from hwtp.formal.trace import Outcome
 from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_parts
 from hwtp.plan import Plan
 from hwtp.sim import procs
-from hwtp.sim.backends import NO_OPTIONS, BuildOptions
+from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions
 from hwtp.witness import WitnessConfig, replay
 
 log = logging.getLogger("hwtp.formal")
@@ -43,6 +43,9 @@ class FormalConfig:
     # clock-edge proofs that hold only under hwtp's drive/sample protocol (plans sample at P/4 of
     # the low phase): off for `hwtp ci`, where the user's own testbench may sample at any time
     plan_protocol: bool = True
+    # the backend that scores the mutants: a mutant Verilator elaborates to golden's very tree
+    # is equivalent under its reading (hwtp.formal.reading), for Verilator only
+    simulator: str = DEFAULT_BACKEND
 
 
 @dataclass(frozen=True)
@@ -60,16 +63,81 @@ def _unknown(reason: str, **proof: Any) -> Verdict:
 
 
 #: Operators whose schemata guard mixes blocking and non-blocking assignments to one variable.
-_SWAPS = frozenset({"assignment.blocking_to_nonblocking", "assignment.nonblocking_to_blocking"})
+_ADDS = "assignment.blocking_to_nonblocking"
+_SWAPS = frozenset({_ADDS, "assignment.nonblocking_to_blocking"})
 
 
 def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig) -> dict[str, Verdict]:
-    """Verdicts for ``mutants`` (valid members of ``mutant_set``), by id."""
+    """Verdicts for ``mutants`` (valid members of ``mutant_set``), by id.
+
+    Yosys' verdicts first; a mutant they leave unknown is equivalent when the simulator reads
+    it as golden (:mod:`hwtp.formal.reading`). A blocking/non-blocking swap is looked at that
+    way first: inside a combinational block it is no change at all for Verilator, and its
+    standalone checks are the slowest."""
     if not mutants:
         return {}
     exe = yosys.require()
     tool = yosys.version(exe)
+    readings = _Readings(mutant_set, config.build)
+    swaps = [m for m in mutants if any(s.operator in _SWAPS for s in m.sites)]
+    early = _read_as_golden(readings, swaps, config)
+    out = {**_check(exe, tool, mutant_set, [m for m in mutants if m.id not in early], config), **early}
+    out.update(_not_under_the_simulators_reading(readings, mutants, out))
+    tried = {m.id for m in swaps}
+    left = [m for m in mutants if out[m.id].klass == MutantClass.UNKNOWN and m.id not in tried]
+    out.update(_read_as_golden(readings, left, config, out))
+    return out
+
+
+class _Readings:
+    """Verilator's readings of golden and of mutants, each read once."""
+
+    def __init__(self, mutant_set: MutantSet, build: BuildOptions) -> None:
+        self.mutant_set, self.build = mutant_set, build
+        design = mutant_set.design
+        self.golden = reading.read(design, design.sources, build)
+        self._mutants: dict[str, reading.Reading] = {}
+
+    def of(self, mutant: Mutant) -> reading.Reading:
+        if mutant.id not in self._mutants:
+            sources = self.mutant_set.sources_of(mutant)
+            self._mutants[mutant.id] = reading.read(self.mutant_set.design, sources, self.build)
+        return self._mutants[mutant.id]
+
+
+def _not_under_the_simulators_reading(
+    readings: _Readings, mutants: Sequence[Mutant], out: dict[str, Verdict]
+) -> dict[str, Verdict]:
+    """Yosys' equivalence proofs that do not hold under the simulator's reading, as unknowns:
+    where golden, or a blocking-to-non-blocking swap, puts ``<=`` in a level-sensitive
+    process (:mod:`hwtp.formal.reading`). Where Verilator writes no tree for golden this
+    cannot be looked at (logged)."""
+    if readings.golden.model is None:
+        log.warning("Verilator wrote no tree of %s: Yosys' proofs taken as they are", readings.mutant_set.design.name)
+        return {}
+    changed = {}
+    for m in mutants:
+        verdict = out[m.id]
+        if verdict.klass != MutantClass.EQUIVALENT or str(verdict.proof.get("method")).startswith("verilator-"):
+            continue
+        adds = any(s.operator == _ADDS for s in m.sites)
+        if readings.golden.level_nonblocking or (adds and readings.of(m).level_nonblocking):
+            changed[m.id] = _unknown(
+                f"Yosys proved it ({verdict.proof.get('method')}), but a non-blocking assignment in a "
+                "level-sensitive block is read one way by Yosys and another by the simulator "
+                "(Verilator keeps `<=` in a block with a sensitivity list: its reads see the old value)",
+                **{k: v for k, v in verdict.proof.items() if k != "method"},
+            )
+    return changed
+
+
+def _check(
+    exe: str, tool: str, mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
+) -> dict[str, Verdict]:
+    """Yosys' verdicts for ``mutants``, by id."""
     out: dict[str, Verdict] = {}
+    if not mutants:
+        return out
     checkable = []
     for m in mutants:
         reason = miter.unsupported(m)
@@ -245,6 +313,49 @@ def check(mutant_set: MutantSet, mutants: Sequence[Mutant], config: FormalConfig
                     method="bmc",
                 )
     return out
+
+
+def _read_as_golden(
+    readings: _Readings,
+    mutants: Sequence[Mutant],
+    config: FormalConfig,
+    before: dict[str, Verdict] | None = None,
+) -> dict[str, Verdict]:
+    """The ``mutants`` Verilator elaborates to golden's tree (:mod:`hwtp.formal.reading`):
+    equivalent under the simulator's own reading, by id; the others are left out (``before``:
+    their verdicts so far, whose seconds the proof adds to). Only when Verilator scores."""
+    golden = readings.golden.model
+    if not mutants or golden is None or not reading.applies(config.simulator):
+        return {}
+    tool = reading.version()
+    out = {}
+    for m in mutants:
+        mine = readings.of(m)
+        spent = mine.seconds
+        method = (
+            "verilator-tree"
+            if mine.model == golden
+            else "verilator-combdly"
+            if _combinational_swap(readings.golden, mine, m)
+            else None
+        )
+        if method is not None:
+            earlier = (before or {}).get(m.id)
+            seconds = float(earlier.proof.get("seconds", 0.0)) if earlier is not None else 0.0
+            proof = {"method": method, "tool": tool, "seconds": round(seconds + spent, 3)}
+            if earlier is not None and "reason" in earlier.proof:
+                proof["checker"] = earlier.proof["reason"]  # what Yosys' reading gave, kept for the record
+            out[m.id] = Verdict(MutantClass.EQUIVALENT, proof)
+    return out
+
+
+def _combinational_swap(golden: reading.Reading, mine: reading.Reading, m: Mutant) -> bool:
+    """Whether ``m`` is one blocking/non-blocking swap that Verilator runs as golden's ``=``
+    (:func:`hwtp.formal.reading.runs_as_blocking`)."""
+    if len(m.sites) != 1 or m.sites[0].operator not in _SWAPS:
+        return False
+    site = m.sites[0]
+    return reading.runs_as_blocking(golden, mine, site.line, site.col, site.operator == _ADDS)
 
 
 def _edge_proofs(
