@@ -9,6 +9,7 @@ mutant, ``diffs/`` one unified diff per mutant and ``mutants.json`` the records 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import re
@@ -144,6 +145,13 @@ class MutantSet:
     @property
     def valid(self) -> tuple[Mutant, ...]:
         return tuple(m for m in self.mutants if m.status == MutantStatus.VALID)
+
+    @functools.cached_property
+    def set_hash(self) -> str:
+        """Content hash of the set (design + mutants), for exports, plans' identity and caches:
+        computed once per record (the record is immutable)."""
+        payload = json.dumps(self.as_json(), sort_keys=True).encode()
+        return hashlib.sha256(payload).hexdigest()
 
     @property
     def states(self) -> tuple[Mutant, ...]:
@@ -436,6 +444,5 @@ def load(mutdir: Path) -> MutantSet:
 
 
 def set_hash(mutant_set: MutantSet) -> str:
-    """Content hash of a mutant set (design + mutants), for exports and caches."""
-    payload = json.dumps(mutant_set.as_json(), sort_keys=True).encode()
-    return hashlib.sha256(payload).hexdigest()
+    """Content hash of a mutant set (design + mutants): :attr:`MutantSet.set_hash`."""
+    return mutant_set.set_hash

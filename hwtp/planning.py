@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hwtp import yamlio
 from hwtp.errors import PlanError, PolicyUnavailable
-from hwtp.mutantset import GOLDEN, MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantSet
 from hwtp.outputs import staged
 from hwtp.plan import extract_plan, to_data, validate
 from hwtp.planset import PLAN_INDEX, PlanRecord, plan_id
@@ -86,7 +86,7 @@ def plan_states(
     requests = state_requests(mutant_set, states, templates)
     generated = policy.generate(requests, samples)
     params = policy.parameters()
-    design, hash_ = mutant_set.design.name, set_hash(mutant_set)
+    design, hash_ = mutant_set.design.name, mutant_set.set_hash
     records = []
     missed: list[SampleFailure] = []
     for request, row in zip(requests, generated, strict=True):

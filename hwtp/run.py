@@ -110,7 +110,7 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
                  text=f"{len(result.proved_equivalent)} mutant(s) proved equivalent by Yosys left out")
         store.bump("equivalent_mutants", len(result.proved_equivalent))
     relative = str(mutdir.relative_to(store.root))
-    row = DesignRow(design.name, ref, design.content_hash, relative, mutantset.set_hash(result))
+    row = DesignRow(design.name, ref, design.content_hash, relative, result.set_hash)
     store.put_design(row, states)
     return mutantset.load(mutdir)
 

@@ -21,7 +21,7 @@ from hwtp.ci.diagnosis import Observation, fields, summarize
 from hwtp.errors import PlanError, ScoreError
 from hwtp.executors.base import Executor, Schemata, run_split, schemata_target, schemata_targets
 from hwtp.executors.local import run_batched
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.scheme import REFERENCE_PREFIX, RewardScheme, dense_ceiling, dense_reward, kills, reference_kills, targets
@@ -235,7 +235,7 @@ def check_identity(plans: Sequence[PlanInput], mutant_set: MutantSet) -> None:
                 f"but the mutant set is of design {name!r}"
             )
         if meta.get("mutant_set"):
-            hash_ = hash_ or set_hash(mutant_set)
+            hash_ = hash_ or mutant_set.set_hash
             if meta["mutant_set"] != hash_:
                 raise ScoreError(
                     f"{p.source or p.id}: plan {p.id} was written for mutant set {meta['mutant_set'][:12]} "
@@ -433,7 +433,7 @@ def score(
         seconds,
         build_seconds,
         build_cached,
-        set_hash(mutant_set),
+        mutant_set.set_hash,
         config.scheme,
     )
 

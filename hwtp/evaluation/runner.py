@@ -28,7 +28,7 @@ from hwtp.design import Design
 from hwtp.errors import ConfigError, HwtpError
 from hwtp.evaluation.metrics import bootstrap, pass_at_k, wilson
 from hwtp.evaluation.render import markdown
-from hwtp.mutantset import GOLDEN, MUTANTS_JSON, MutantSet, load, set_hash, write
+from hwtp.mutantset import GOLDEN, MUTANTS_JSON, MutantSet, load, write
 from hwtp.planning import SampleFailure, plan_states, write_plans
 from hwtp.planset import Generated, PlanRecord
 from hwtp.policy import PlanRequest, Policy
@@ -149,7 +149,7 @@ def evaluate_design(design: Design, config: EvalConfig, outdir: Path, templates:
     failures: list[SampleFailure] = []
     records = plan_states(mutant_set, states, config.samples, policy, templates, failures)
     write_plans(records, outdir / "plans" / design.name, per_state_files=False)  # plans.jsonl: replayable
-    digest = set_hash(mutant_set)
+    digest = mutant_set.set_hash
     scored = [r for r in records if r.generated.text is not None]
     rewards = core.score_completions(
         [({"design": design.name, "state": r.state, "mutant_set": digest}, r.generated.text or "") for r in scored]

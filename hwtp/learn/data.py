@@ -30,7 +30,7 @@ from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import SourceFile, load_design
 from hwtp.errors import ConfigError
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet, set_hash
+from hwtp.mutantset import GOLDEN, MutantClass, MutantSet
 from hwtp.plan import extract_plan, to_data
 from hwtp.policy import PlanRequest, RandomPolicy
 from hwtp.stimulus import StimulusConfig
@@ -179,7 +179,7 @@ def prepare_design(name: str, root: Path, config: DataConfig, held_out_design: b
         result = engine.mutate(load_design(name), engine.MutationConfig(n=config.mutants, seed=config.seed, jobs=2))
         mutantset.write(result, folder)
     mutant_set = mutantset.load(folder)
-    digest = set_hash(mutant_set)
+    digest = mutant_set.set_hash
     design = mutant_set.design
     # equivalent-looking mutants (no witness) cannot show detection: never held out
     killable = [m for m in mutant_set.valid if m.klass == MutantClass.KILLABLE]

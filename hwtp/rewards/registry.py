@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwtp.errors import HwtpError, RewardError
-from hwtp.mutantset import MUTANTS_JSON, MutantSet, load, set_hash
+from hwtp.mutantset import MUTANTS_JSON, MutantSet, load
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Registry:
         if entry is not None and entry.stamp == stamp:
             return entry
         mutant_set = load(mutdir)
-        entry = _Entry(stamp or (0, 0), mutant_set, set_hash(mutant_set))
+        entry = _Entry(stamp or (0, 0), mutant_set, mutant_set.set_hash)
         self._loaded[mutdir] = entry
         self._by_key[(mutant_set.design.name, entry.hash)] = mutdir
         return entry
