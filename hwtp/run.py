@@ -23,7 +23,8 @@ from hwtp import mutate as engine
 from hwtp.advantage import advantage_records, preset, summarize
 from hwtp.design import Design, load_design, shipped_names
 from hwtp.errors import StoreError
-from hwtp.executors.base import Executor, run_split, schemata_targets
+from hwtp.executors.base import Executor, schemata_targets
+from hwtp.executors.local import LocalExecutor
 from hwtp.export import ExportOptions, base_records, check_format_dependencies, write_export
 from hwtp.mutantset import GOLDEN
 from hwtp.planning import SampleFailure, failure_reasons, plan_states
@@ -40,7 +41,6 @@ from hwtp.score import (
     assemble,
     prepare,
     rates,
-    run_schemata,
 )
 from hwtp.sim.runner import EvalResult, ResultTail
 from hwtp.store import AdvantageRow, DesignRow, PlanRow, StateRow, Store, open_store
@@ -204,13 +204,10 @@ def score_stage(
 
         start = time.perf_counter()
         schemata = schemata_targets(mutant_set)
-        if executor is None or executor.name == "local":
-            builds = schemata.build(config.jobs)
-            workdir.mkdir(parents=True, exist_ok=True)
-            run_schemata(schemata, builds, mutant_set.design, pending, score_config, tick, on_result=keep,
-                         workdir=workdir)
-        else:
-            run_split(executor, schemata, pending, score_config.limits, progress=tick, on_result=keep)
+        workdir.mkdir(parents=True, exist_ok=True)
+        (executor or LocalExecutor(config.jobs)).run(
+            schemata, pending, score_config.limits, progress=tick, on_result=keep, workdir=workdir
+        )
         seconds = time.perf_counter() - start
         shutil.rmtree(workdir, ignore_errors=True)
     with contextlib.suppress(OSError):

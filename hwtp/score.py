@@ -19,14 +19,13 @@ from typing import Any
 
 from hwtp.ci.diagnosis import Observation, fields, summarize
 from hwtp.errors import PlanError, ScoreError
-from hwtp.executors.base import Executor, Schemata, run_split, schemata_target, schemata_targets
-from hwtp.executors.local import run_batched
+from hwtp.executors.base import Executor, schemata_target, schemata_targets
+from hwtp.executors.local import LocalExecutor, run_batched
 from hwtp.mutantset import GOLDEN, MutantClass, MutantSet
 from hwtp.plan import validate
 from hwtp.planset import PlanInput
 from hwtp.scheme import REFERENCE_PREFIX, RewardScheme, dense_ceiling, dense_reward, kills, reference_kills, targets
 from hwtp.scheme import killable as killable_ids
-from hwtp.sim import procs
 from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 from hwtp.sim.outputs import first_difference
 from hwtp.sim.runner import Counters, EvalResult
@@ -402,19 +401,14 @@ def score(
     executor: Executor | None = None,
 ) -> Scores:
     """Score ``plans`` on the states of ``mutant_set`` (on ``executor``; default: this machine,
-    ``config.jobs`` processes)."""
+    ``config.jobs`` processes, or one per evaluation with ``config.isolated``)."""
     prepared = prepare(mutant_set, plans, config)
     evaluations = list(prepared.evaluations.values())
     schemata = schemata_targets(mutant_set, config.simulator, config.cache_root, config.diagnose)
-    if executor is None or executor.name == "local":
-        builds = schemata.build(config.jobs)
-        build_seconds, build_cached = sum(b.seconds for b in builds), all(b.cached for b in builds)
-        start = time.perf_counter()
-        results = run_schemata(schemata, builds, mutant_set.design, evaluations, config, progress, counters)
-    else:  # built on each worker's node, in its own cache
-        build_seconds, build_cached = 0.0, True
-        start = time.perf_counter()
-        results = run_split(executor, schemata, evaluations, config.limits, progress=progress, counters=counters)
+    executor = executor or LocalExecutor(config.jobs, config.isolated)
+    builds = executor.build(schemata)  # an executor that builds on its workers' nodes reports none here
+    start = time.perf_counter()
+    results = executor.run(schemata, evaluations, config.limits, progress=progress, counters=counters)
     seconds = time.perf_counter() - start
     incomplete: frozenset[str] = frozenset()
     if config.diagnose:
@@ -431,8 +425,8 @@ def score(
         tuple(p.id for p in plans),
         len(prepared.evaluations),
         seconds,
-        build_seconds,
-        build_cached,
+        builds.seconds,
+        builds.cached,
         mutant_set.set_hash,
         config.scheme,
     )
@@ -452,32 +446,3 @@ def run_evaluations(
     return run_batched(
         build, design, evaluations, config.limits, config.jobs, config.isolated, progress, counters, on_result, workdir
     )
-
-
-def run_schemata(
-    schemata: Schemata,
-    builds: Sequence[Any],
-    design: Any,
-    evaluations: list[Evaluation],
-    config: ScoreConfig,
-    progress: Callable[[int], None] | None = None,
-    counters: Counters | None = None,
-    on_result: Callable[[EvalResult], None] | None = None,
-    workdir: Path | None = None,
-) -> dict[str, EvalResult]:
-    """:func:`run_evaluations` with each evaluation in the build of its selector value
-    (``builds``: ``schemata.build()``). Several builds share the ``config.jobs`` processes: up to
-    that many builds run at once, each with its share of them (a process per build at least)."""
-    groups = schemata.split(evaluations)
-    if len(groups) == 1:
-        i, group = groups[0]
-        return run_evaluations(builds[i], design, group, config, progress, counters, on_result, workdir)
-    share = replace(config, jobs=max(1, config.jobs // len(groups)))
-
-    def run(item: tuple[int, list[Evaluation]]) -> dict[str, EvalResult]:
-        return run_evaluations(builds[item[0]], design, item[1], share, progress, counters, on_result, workdir)
-
-    out: dict[str, EvalResult] = {}
-    for done in procs.map_threads(run, groups, config.jobs):
-        out.update(done)
-    return out

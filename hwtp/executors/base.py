@@ -1,19 +1,29 @@
-"""The executor interface: run a (build, evaluations) pair somewhere and stream the results back.
+"""The executor interface: one path from a mutant set's schemata to evaluation results.
 
 A :class:`Target` is what a worker needs to make the build itself: the design and the
 schemata sources (text, a few KB), never the built folder, so any node builds it once in
-its own content-hashed cache (:func:`hwtp.sim.buildcache.ensure_build`). An executor runs
-evaluations on a target and calls ``on_result`` once per evaluation id as results arrive;
-:func:`hwtp.executors.choice.make_executor` picks one by name (``local`` or ``ray``).
+its own content-hashed cache (:func:`hwtp.sim.buildcache.ensure_build`, called only by
+:meth:`Target.build`). A :class:`Schemata` is a mutant set's targets (one per part). An
+:class:`Executor` runs evaluations of a whole schemata (it decides how the parts share its
+processes), calls ``on_result`` once per evaluation id as results arrive, and offers a
+future of the results (:meth:`Executor.submit`) for callers that prepare the next batch
+meanwhile. Implementations: :class:`hwtp.executors.local.LocalExecutor` (batched or isolated
+processes), :class:`hwtp.executors.warm.WarmExecutor` (warm pools kept between calls),
+:class:`hwtp.executors.ray.RayExecutor` (Ray actors) and
+:class:`hwtp.executors.memory.MemoryExecutor` (a function, for tests);
+:func:`hwtp.executors.choice.make_executor` picks one.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from hwtp.design import Design, SourceFile, system_tasks_allowed
 from hwtp.errors import MutantError
@@ -66,6 +76,8 @@ class Schemata:
 
     targets: tuple[Target, ...]
     parts: tuple[SchemataPart, ...]
+    #: The set's identity (design name and set hash): what warm pools and their process budget are keyed by.
+    key: str = ""
 
     def target_of(self, index: int) -> Target:
         return self.targets[part_of(self.parts, index)]
@@ -93,7 +105,7 @@ def schemata_targets(
     targets = tuple(
         Target(design, build_sources(design, p.sources), simulator, cache_root, generated=True) for p in parts
     )
-    return Schemata(targets, parts)
+    return Schemata(targets, parts, f"{design.name}:{mutant_set.set_hash}" + (":probes" if probes else ""))
 
 
 def schemata_target(
@@ -106,31 +118,33 @@ def schemata_target(
     return schemata.targets[0]
 
 
-def run_split(
-    executor: Executor,
-    schemata: Schemata,
-    evaluations: Sequence[Evaluation],
-    limits: Limits,
-    progress: Callable[[int], None] | None = None,
-    on_result: Callable[[EvalResult], None] | None = None,
-    counters: Counters | None = None,
-    workdir: Path | None = None,
-) -> dict[str, EvalResult]:
-    """Run ``evaluations`` on ``executor``, each in the build of its selector value, one build after another."""
-    out: dict[str, EvalResult] = {}
-    for i, group in schemata.split(evaluations):
-        out.update(executor.run(schemata.targets[i], group, limits, progress, on_result, counters, workdir))
-    return out
+@dataclass(frozen=True)
+class Builds:
+    """What an executor's builds of a schemata cost here: seconds spent building, and whether
+    every build was in the cache (``hwtp score``'s ``build_seconds``/``build_cached``). An
+    executor that builds on its workers' nodes reports none here (0 s, cached)."""
+
+    seconds: float = 0.0
+    cached: bool = True
+
+    @classmethod
+    def of(cls, builds: Sequence[Build]) -> Builds:
+        return cls(sum(b.seconds for b in builds), all(b.cached for b in builds))
 
 
 class Executor(Protocol):
-    """Runs evaluations of one target; results by id, each reported once through ``on_result``."""
+    """Runs evaluations of a schemata (every part); results by id, each reported once through
+    ``on_result``. ``progress`` is called with the number of results that arrived."""
 
     name: str
 
+    def build(self, schemata: Schemata) -> Builds:
+        """Make the schemata's builds where this executor needs them now (before any timing)."""
+        ...
+
     def run(
         self,
-        target: Target,
+        schemata: Schemata,
         evaluations: Sequence[Evaluation],
         limits: Limits,
         progress: Callable[[int], None] | None = None,
@@ -139,4 +153,61 @@ class Executor(Protocol):
         workdir: Path | None = None,
     ) -> dict[str, EvalResult]: ...
 
+    def submit(
+        self, schemata: Schemata, evaluations: Sequence[Evaluation], limits: Limits
+    ) -> Future[dict[str, EvalResult]]:
+        """A future of the results of ``evaluations`` (the batched reward path)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Where simulations run (``name``) and the executor's own counters."""
+        ...
+
     def close(self) -> None: ...
+
+
+_threads = itertools.count(1)
+
+
+def in_thread(work: Callable[[], dict[str, EvalResult]], name: str = "hwtp-exec") -> Future[dict[str, EvalResult]]:
+    """``work()`` in a thread of its own, as a future of its results."""
+    future: Future[dict[str, EvalResult]] = Future()
+
+    def body() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # handed to the caller through the future
+            future.set_exception(exc)
+
+    threading.Thread(target=body, name=f"{name}-{next(_threads)}", daemon=True).start()
+    return future
+
+
+def joined(futures: Sequence[Future[dict[str, EvalResult]]]) -> Future[dict[str, EvalResult]]:
+    """One future of the merged results of ``futures`` (one per schemata build)."""
+    if len(futures) == 1:
+        return futures[0]
+    out: Future[dict[str, EvalResult]] = Future()
+    if not futures:
+        out.set_result({})
+        return out
+    lock = threading.Lock()
+    left = [len(futures)]
+
+    def done(_: Future[dict[str, EvalResult]]) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if not last:
+            return
+        try:
+            merged: dict[str, EvalResult] = {}
+            for f in futures:
+                merged.update(f.result())
+            out.set_result(merged)
+        except BaseException as exc:  # handed to the caller through the future
+            out.set_exception(exc)
+
+    for f in futures:
+        f.add_done_callback(done)
+    return out

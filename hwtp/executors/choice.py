@@ -7,6 +7,7 @@ import importlib.util
 from hwtp.errors import ConfigError
 from hwtp.executors.base import EXECUTORS, Executor
 from hwtp.executors.local import LocalExecutor
+from hwtp.executors.warm import WarmExecutor
 
 RAY_HINT = "--executor ray needs the ray extra: pip install 'hwtp[ray]'"
 
@@ -28,12 +29,20 @@ def make_executor(
     isolated: bool = False,
     cpus: float | None = None,
     chunk: int | None = None,
+    warm: bool = False,
+    idle_seconds: float = 300.0,
 ) -> Executor:
-    """``local`` (``jobs`` processes, or one per evaluation with ``isolated``) or ``ray`` (actors
-    on the cluster at ``address``; ``cpus`` per actor, ``chunk`` evaluations per call)."""
+    """``local`` (``jobs`` processes, or one per evaluation with ``isolated``; with ``warm``,
+    ``jobs`` processes per mutant set kept alive between calls, stopped after ``idle_seconds``
+    without work) or ``ray`` (actors on the cluster at ``address``; ``cpus`` per actor,
+    ``chunk`` evaluations per call; its actors are always warm)."""
     if name == "local":
         if address is not None:
             raise ConfigError("--ray-address needs --executor ray")
+        if warm:
+            if isolated:
+                raise ConfigError("warm processes are never isolated")
+            return WarmExecutor(workers=jobs, idle_seconds=idle_seconds)
         return LocalExecutor(jobs=jobs, isolated=isolated)
     if name == "ray":
         if isolated:

@@ -1,13 +1,16 @@
-"""The local executor: today's simulator processes on this machine (batched, or one per evaluation)."""
+"""The local executor: simulator processes on this machine (batched, or one per evaluation)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from hwtp.executors.base import Target
+from hwtp.executors.base import Builds, Schemata, in_thread
 from hwtp.sim import procs
+from hwtp.sim.buildcache import Build
 from hwtp.sim.job import Evaluation, Job, Limits
 from hwtp.sim.runner import Counters, EvalResult, run_job, run_parallel
 
@@ -24,7 +27,7 @@ def run_batched(
     on_result: Callable[[EvalResult], None] | None = None,
     workdir: Path | None = None,
 ) -> dict[str, EvalResult]:
-    """Run evaluations batched over ``jobs`` processes, or one process each (``isolated``)."""
+    """Run evaluations of one build batched over ``jobs`` processes, or one process each (``isolated``)."""
     if not evaluations:
         return {}
     if isolated:
@@ -41,17 +44,41 @@ def run_batched(
 
 
 class LocalExecutor:
-    """Simulator processes on this machine: ``jobs`` batched processes (or one per evaluation)."""
+    """Simulator processes on this machine: ``jobs`` batched processes (or one per evaluation).
+    A schemata of several parts builds them ``jobs`` at once, and its parts share the ``jobs``
+    processes: up to that many parts run at once, each with its share (a process at least)."""
 
     name = "local"
 
     def __init__(self, jobs: int = 1, isolated: bool = False) -> None:
         self.jobs = max(1, jobs)
         self.isolated = isolated
+        self._lock = threading.Lock()
+        self._builds: dict[tuple[str, str], Build] = {}  # made by this executor, by (target key, cache)
+
+    def _made(self, schemata: Schemata) -> tuple[tuple[Build, ...], Builds]:
+        def one(i: int) -> tuple[Build, bool]:
+            target = schemata.targets[i]
+            key = (target.key, str(target.cache_root))
+            with self._lock:
+                known = self._builds.get(key)
+            if known is not None:
+                return known, False
+            build = target.build()
+            with self._lock:
+                self._builds[key] = build
+            return build, True
+
+        made = procs.map_threads(one, list(range(len(schemata.targets))), self.jobs)
+        builds = tuple(b for b, _ in made)
+        return builds, Builds.of([b for b, fresh in made if fresh])
+
+    def build(self, schemata: Schemata) -> Builds:
+        return self._made(schemata)[1]
 
     def run(
         self,
-        target: Target,
+        schemata: Schemata,
         evaluations: Sequence[Evaluation],
         limits: Limits,
         progress: Callable[[int], None] | None = None,
@@ -59,12 +86,34 @@ class LocalExecutor:
         counters: Counters | None = None,
         workdir: Path | None = None,
     ) -> dict[str, EvalResult]:
-        if not evaluations:
+        groups = schemata.split(evaluations)
+        if not groups:
             return {}
-        return run_batched(
-            target.build(), target.design, evaluations, limits, self.jobs, self.isolated,
-            progress, counters, on_result, workdir,
-        )
+        builds, _ = self._made(schemata)
+        design = schemata.targets[0].design
+        if len(groups) == 1:
+            i, group = groups[0]
+            return run_batched(builds[i], design, group, limits, self.jobs, self.isolated,
+                               progress, counters, on_result, workdir)
+        share = max(1, self.jobs // len(groups))
+
+        def run(item: tuple[int, list[Evaluation]]) -> dict[str, EvalResult]:
+            i, group = item
+            return run_batched(builds[i], design, group, limits, share, self.isolated,
+                               progress, counters, on_result, workdir)
+
+        out: dict[str, EvalResult] = {}
+        for done in procs.map_threads(run, groups, self.jobs):
+            out.update(done)
+        return out
+
+    def submit(
+        self, schemata: Schemata, evaluations: Sequence[Evaluation], limits: Limits
+    ) -> Future[dict[str, EvalResult]]:
+        return in_thread(lambda: self.run(schemata, evaluations, limits), "hwtp-local")
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
 
     def close(self) -> None:
         return None

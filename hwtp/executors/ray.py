@@ -28,7 +28,7 @@ sends its chunks again and finds or makes the replacement under the same name.
 from __future__ import annotations
 
 import contextlib
-import itertools
+import functools
 import os
 import socket
 import threading
@@ -45,7 +45,7 @@ import ray.exceptions
 
 from hwtp import __version__
 from hwtp.errors import ConfigError, HwtpError, SimulationError
-from hwtp.executors.base import Target
+from hwtp.executors.base import Builds, Schemata, Target, in_thread, joined
 from hwtp.sim import warm
 from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import Counters, EvalResult
@@ -239,9 +239,13 @@ class RayExecutor:
 
     # -- work -------------------------------------------------------------------------------
 
+    def build(self, schemata: Schemata) -> Builds:
+        """Nothing here: each actor builds the targets in its own node's cache."""
+        return Builds()
+
     def run(
         self,
-        target: Target,
+        schemata: Schemata,
         evaluations: Sequence[Evaluation],
         limits: Limits,
         progress: Callable[[int], None] | None = None,
@@ -249,7 +253,22 @@ class RayExecutor:
         counters: Counters | None = None,
         workdir: Path | None = None,
     ) -> dict[str, EvalResult]:
-        """Run ``evaluations`` on the actors; ``on_result`` once per id as chunks finish."""
+        """Run ``evaluations`` on the actors, each part's after another; ``on_result`` once per
+        id as chunks finish."""
+        out: dict[str, EvalResult] = {}
+        for i, group in schemata.split(evaluations):
+            out.update(self._run_target(schemata.targets[i], group, limits, progress, on_result, counters))
+        return out
+
+    def _run_target(
+        self,
+        target: Target,
+        evaluations: Sequence[Evaluation],
+        limits: Limits,
+        progress: Callable[[int], None] | None = None,
+        on_result: Callable[[EvalResult], None] | None = None,
+        counters: Counters | None = None,
+    ) -> dict[str, EvalResult]:
         unique = list({ev.id: ev for ev in evaluations}.values())
         if not unique:
             return {}
@@ -317,20 +336,17 @@ class RayExecutor:
         return {ev.id: results[ev.id] for ev in unique}
 
     def submit(
-        self, target: Target, evaluations: Sequence[Evaluation], limits: Limits
+        self, schemata: Schemata, evaluations: Sequence[Evaluation], limits: Limits
     ) -> Future[dict[str, EvalResult]]:
-        """:meth:`run` in a thread of its own: a future of its results (for callers that prepare
-        the next batch meanwhile, as with :meth:`hwtp.sim.warm.WarmPool.submit`)."""
-        future: Future[dict[str, EvalResult]] = Future()
+        """A future of the results (for callers that prepare the next batch meanwhile, as with
+        :meth:`hwtp.sim.warm.WarmPool.submit`): each part's evaluations in a thread of their own."""
+        return joined([
+            in_thread(functools.partial(self._run_target, schemata.targets[i], group, limits), "hwtp-ray")
+            for i, group in schemata.split(evaluations)
+        ])
 
-        def work() -> None:
-            try:
-                future.set_result(self.run(target, evaluations, limits))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        threading.Thread(target=work, name=f"hwtp-ray-{next(_numbers)}", daemon=True).start()
-        return future
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, **self.snapshot()}
 
     def close(self) -> None:
         """Stop the actors this executor made (their warm simulators die with them) and wait, up
@@ -351,5 +367,3 @@ class RayExecutor:
                     break
                 time.sleep(_POLL_S)
 
-
-_numbers = itertools.count(1)
