@@ -4,7 +4,8 @@
 ``compute_score``/``compute_score_batch`` (verl) and ``reward_func`` (OpenRLHF) call it with
 each trainer's exact signature. Mutant sets are found in the folders of ``$HWTP_STATES``
 (``os.pathsep``-separated run folders or ``hwtp mutate`` output folders) or of
-``configure(states=...)``. See the docs, "Train with hwtp rewards"
+``configure(states=...)``; a :class:`Scorer` of one's own takes a :class:`Settings` value (and
+optionally the mutant sets themselves, or an executor). See the docs, "Train with hwtp rewards"
 (docs/how-to/training.md).
 """
 
@@ -13,8 +14,10 @@ from __future__ import annotations
 from hwtp.rewards.adapters import compute_score, compute_score_batch, reward_func, trl_reward, trl_reward_async
 from hwtp.rewards.core import (
     RewardResult,
+    Scorer,
     Settings,
     configure,
+    default_scorer,
     executor_stats,
     reset,
     score_completions,
@@ -26,10 +29,12 @@ __all__ = [
     "GroundTruth",
     "GroundTruthLike",
     "RewardResult",
+    "Scorer",
     "Settings",
     "compute_score",
     "compute_score_batch",
     "configure",
+    "default_scorer",
     "executor_stats",
     "parse_truth",
     "reset",

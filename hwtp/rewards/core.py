@@ -10,6 +10,13 @@ state are simulated once. An invalid plan earns the invalid level (outcome ``inv
 reason in ``detail``); a timeout or error is indeterminate: reward None, never a number a
 trainer would learn from. The reward scheme (:mod:`hwtp.scheme`) is the configured one; an
 incremental scheme's reference kills are simulated once per mutant set and reference.
+
+A :class:`Scorer`, made from a :class:`Settings` value, owns everything scoring keeps (its
+mutant-set registry, schemata targets, plan readers, reference kills) and its executor
+(:mod:`hwtp.executors`: warm pools here, or Ray actors), through which every simulation
+goes. The module-level functions (:func:`score_completions`, the trainer adapters,
+``hwtp serve``) use the default scorer, made on first use; :func:`configure`, :func:`reset`
+and :func:`settings` change, drop and read it.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any
 
 from hwtp import env, planread
 from hwtp.errors import ConfigError, PlanError, RewardError
-from hwtp.executors.base import EXECUTORS, Schemata, schemata_targets
+from hwtp.executors.base import EXECUTORS, Executor, Schemata, schemata_targets
 from hwtp.executors.choice import make_executor
 from hwtp.mutantset import GOLDEN, MutantClass, MutantSet
 from hwtp.plan import extract_plan, to_data
@@ -56,7 +63,6 @@ from hwtp.score import (
     ceiling,
     prepare,
 )
-from hwtp.sim import warm
 from hwtp.sim.job import Limits
 from hwtp.yamlio import clean_text
 
@@ -106,7 +112,8 @@ def _default_workers() -> int:
 
 @dataclass(frozen=True)
 class Settings:
-    """How rewards are computed; change with :func:`configure`."""
+    """How rewards are computed: a :class:`Scorer` is made from one (the default scorer's changes
+    with :func:`configure`). Fields left None are read from the environment when used (here only)."""
 
     states: tuple[Path, ...] | None = None  # None: the folders of $HWTP_STATES, read at each call
     workers: int | None = None  # None: $HWTP_REWARD_WORKERS, else min(4, CPUs)
@@ -178,9 +185,277 @@ class Settings:
         )
 
 
-_lock = threading.Lock()
-_settings = Settings()
-_registries: dict[tuple[Path, ...], Registry] = {}
+def _check_changes(
+    workers: int | None, executor: str | None, reward_scheme: str | None, penalty: float | None
+) -> None:
+    if workers is not None and workers < 1:
+        raise ConfigError(f"workers={workers}: at least 1")
+    if executor is not None and executor not in EXECUTORS:
+        raise ConfigError(f"executor={executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if reward_scheme is not None and check_name(reward_scheme):
+        raise ConfigError(f"reward_scheme={reward_scheme!r}: {check_name(reward_scheme)}")
+    if penalty is not None:
+        RewardScheme(INCREMENTAL, penalty)  # refused here, not at the first reward
+
+
+def _simulation(s: Settings) -> tuple[Any, ...]:
+    ray = (s.executor, s.ray_address, s.ray_cpus, s.ray_chunk)
+    return (s.workers, s.limits, s.simulator, s.cache_root, s.idle_seconds, *ray)
+
+
+def executor_for(config: Settings) -> Executor:
+    """The executor ``config`` names: warm pools here (``config.worker_count()`` processes per
+    mutant set, stopped after ``idle_seconds`` idle) or the Ray actors."""
+    return make_executor(
+        config.executor_name(),
+        address=config.ray_address,
+        jobs=config.worker_count(),
+        cpus=config.ray_cpus,
+        chunk=config.ray_chunk,
+        warm=True,
+        idle_seconds=config.idle_seconds,
+    )
+
+
+class Scorer:
+    """Rewards of completions under one :class:`Settings` value.
+
+    A scorer owns what it learns while it scores: the registry of the mutant sets it finds
+    (the folders of ``settings``, or the ``mutant_sets`` it is given: then nothing is read from
+    disk), each set's schemata targets and plan reader, the incremental scheme's reference
+    kills, and its executor (``executor``, else the one the settings name, made on first use
+    and closed by :meth:`close`). Thread-safe: ``hwtp serve`` scores from several threads.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        executor: Executor | None = None,
+        mutant_sets: Sequence[MutantSet] | None = None,
+    ) -> None:
+        self._settings = settings or Settings()
+        self._executor = executor
+        self._owns_executor = executor is None
+        self._given = None if mutant_sets is None else {(m.design.name, m.set_hash): m for m in mutant_sets}
+        self._lock = threading.Lock()
+        self._registries: dict[tuple[Path, ...], Registry] = {}
+        self._schemata: dict[tuple[str, str, str], Schemata] = {}  # (set hash, simulator, cache): its targets
+        self._readers: dict[tuple[str, int], planread.Reader] = {}  # (set hash, cycle limit): the design's reader
+        self._references: dict[tuple[str, str, float], Reference] = {}  # (set hash, suite, penalty): its kills
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def __enter__(self) -> Scorer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def reconfigure(self, **changes: Any) -> Settings:
+        """The settings with ``changes``; an executor made for the old ones is closed when what
+        it simulates with changed (the next call makes one for the new ones)."""
+        with self._lock:
+            before = self._settings
+            self._settings = after = replace(before, **changes)
+            stale = self._owns_executor and _simulation(before) != _simulation(after)
+            old = self._executor if stale else None
+            if stale:
+                self._executor = None
+        if old is not None:
+            old.close()
+        return after
+
+    def close(self) -> None:
+        """Close the executor this scorer made (its warm pools, its Ray actors) and forget what it learnt."""
+        with self._lock:
+            old = self._executor if self._owns_executor else None
+            if self._owns_executor:
+                self._executor = None
+            self._registries.clear()
+            self._references.clear()
+            self._readers.clear()
+            self._schemata.clear()
+        if old is not None:
+            old.close()
+
+    # ----------------------------------------------------------------------- lookups
+
+    def find_mutant_set(self, truth: GroundTruth) -> MutantSet:
+        """The mutant set a ground truth names; :class:`RewardError` when it is not in the folders."""
+        if self._given is not None:
+            found = self._given.get((truth.design, truth.mutant_set))
+            if found is None:
+                known = ", ".join(f"{d} {h[:12]}" for d, h in self._given) or "none"
+                raise RewardError(
+                    f"mutant set {truth.mutant_set[:12]} of design {truth.design!r} is not one this scorer was "
+                    f"given (it holds: {known})"
+                )
+            return found
+        folders = self._settings.folders()
+        with self._lock:
+            reg = self._registries.get(folders)
+            if reg is None:
+                reg = self._registries[folders] = Registry(folders)
+        return reg.find(truth.design, truth.mutant_set)
+
+    def executor(self) -> Executor:
+        """Where this scorer's simulations run (made on first use from the settings)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = executor_for(self._settings)
+            return self._executor
+
+    def executor_stats(self) -> dict[str, Any]:
+        """Where simulations run (``name``) and, once the executor is in use, its counters
+        (:meth:`hwtp.executors.ray.RayExecutor.snapshot` for Ray)."""
+        current = self._executor
+        if current is None:
+            return {"name": self._settings.executor_name()}
+        return current.describe()
+
+    def schemata_of(self, mutant_set: MutantSet, config: Settings) -> Schemata:
+        """The targets of the set's schemata builds (one per part), made once per set."""
+        key = (mutant_set.set_hash, config.simulator, str(config.cache_root))
+        with self._lock:
+            found = self._schemata.get(key)
+        if found is None:
+            found = schemata_targets(mutant_set, config.simulator, config.cache_root)
+            with self._lock:
+                found = self._schemata.setdefault(key, found)
+        return found
+
+    def reader(self, mutant_set: MutantSet, max_cycles: int) -> planread.Reader:
+        key = (mutant_set.set_hash, max_cycles)
+        with self._lock:
+            reader = self._readers.get(key)
+            if reader is None:
+                reader = self._readers[key] = planread.Reader(mutant_set.design, max_cycles)
+            return reader
+
+    def submit(self, mutant_set: MutantSet, evaluations: list[Any], config: Settings) -> Future[dict[str, Any]]:
+        """A future of the evaluations' results, each on the schemata build of its selector value."""
+        return self.executor().submit(self.schemata_of(mutant_set, config), evaluations, config.limits)
+
+    def scheme_for(self, mutant_set: MutantSet, config: Settings | None = None) -> RewardScheme:
+        """The configured scheme for ``mutant_set``; for incremental with its reference suite's
+        kills, simulated on the set's first use and kept."""
+        config = config or self._settings
+        scheme = config.reward_scheme()
+        if scheme.name != INCREMENTAL:
+            return scheme
+        path = config.reference_of(mutant_set)
+        key = (mutant_set.set_hash, str(path), scheme.penalty)
+        with self._lock:
+            known = self._references.get(key)
+        if known is None:
+            if not path.exists():
+                raise RewardError(f"reward scheme incremental: reference suite {path} does not exist")
+            suite = load_reference(path, mutant_set)
+            probe = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=replace(scheme, reference=suite))
+            prepared = prepare(mutant_set, [], probe)
+            results = self.submit(mutant_set, list(prepared.evaluations.values()), config).result()
+            killed = reference_kills(suite, prepared.killable, results)
+            known = Reference(suite.source, (), killed)
+            with self._lock:
+                self._references[key] = known
+        return replace(scheme, reference=known)
+
+    def ceiling_of(self, truth: GroundTruth) -> float:
+        """The best reward attainable on a ground truth's state under the configured scheme."""
+        mutant_set = self.find_mutant_set(truth)
+        config = self._settings
+        scheme = self.scheme_for(mutant_set, config)
+        if not scheme.dense:
+            equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
+            return ceiling(truth.state, equivalent, config.rewards)
+        killed = scheme.reference.killed if scheme.reference is not None else None
+        return dense_ceiling(config.rewards, targets(scheme, killable(mutant_set), killed or frozenset()))
+
+    # ----------------------------------------------------------------------- scoring
+
+    def score_completions(
+        self, items: Sequence[tuple[GroundTruthLike, str]], prompts: Sequence[str | None] | None = None
+    ) -> list[RewardResult]:
+        """Rewards of (ground truth, completion) pairs, in order (see :func:`score_completions`)."""
+        if prompts is not None and len(prompts) != len(items):
+            raise RewardError(f"{len(prompts)} prompts for {len(items)} completions")
+        groups: dict[tuple[str, str], list[tuple[int, GroundTruth, str, str | None]]] = {}
+        for i, (raw, text) in enumerate(items):
+            truth = parse_truth(raw)
+            prompt = prompts[i] if prompts is not None else None
+            groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
+        sets = {key: self.find_mutant_set(members[0][1]) for key, members in groups.items()}  # all before any work
+        out: list[RewardResult | None] = [None] * len(items)
+        config = self._settings
+        for key, members in groups.items():
+            self._score_group(sets[key], members, out, config)
+        return [r for r in out if r is not None]
+
+    def _score_group(
+        self,
+        mutant_set: MutantSet,
+        members: list[tuple[int, GroundTruth, str, str | None]],
+        out: list[RewardResult | None],
+        config: Settings,
+    ) -> None:
+        states = {m.id for m in mutant_set.valid} | {GOLDEN}
+        for _index, truth, _text, _prompt in members:  # every ground truth checked before any work
+            if truth.state not in states:
+                raise RewardError(
+                    f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
+                    f"of design {truth.design!r} (golden or a valid mutant id)"
+                )
+        scheme = self.scheme_for(mutant_set, config)
+        score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
+        reader = self.reader(mutant_set, config.limits.max_cycles)
+        pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
+
+        def submit(chunk: list[PlanInput]) -> None:
+            prepared = prepare(mutant_set, chunk, score_config)
+            evaluations = list(prepared.evaluations.values())
+            pending.append((prepared, self.submit(mutant_set, evaluations, config) if evaluations else None))
+
+        # read a chunk, hand it to the workers, read the next one while they simulate (the first
+        # chunk is half as large, so that they start sooner)
+        seen: set[tuple[str, str]] = set()
+        keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
+        fresh: list[PlanInput] = []
+        for index, truth, text, prompt in members:
+            p = _plan_input(text, truth.state, prompt, reader)
+            key = (p.id, p.state or GOLDEN)
+            if key not in seen:
+                seen.add(key)
+                fresh.append(p)
+            keys.append((index, truth, key))
+            if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
+                submit(fresh)
+                fresh = []
+        if fresh:
+            submit(fresh)
+        samples = {}
+        for prepared, future in pending:
+            results: dict[str, Any] = future.result() if future is not None else {}
+            samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
+        for index, truth, key in keys:
+            out[index] = _result(samples[key], truth, scheme.name)
+
+
+# --------------------------------------------------------------------------- the default scorer
+
+_default_lock = threading.Lock()
+_default: Scorer | None = None
+
+
+def default_scorer() -> Scorer:
+    """The scorer of the module-level functions (the trainers' adapters, ``hwtp serve``): made
+    on first use from the defaults, which read the environment (:class:`Settings`)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Scorer(Settings())
+        return _default
 
 
 def configure(
@@ -206,16 +481,10 @@ def configure(
     process belongs to; ``ray_cpus`` per actor, ``ray_chunk`` evaluations per actor call), and
     the reward scheme (``reward_scheme``: smu, kill-fraction or incremental, default
     ``$HWTP_REWARD_SCHEME`` else smu; ``penalty`` and ``reference`` of incremental).
-    Arguments left None keep their value. Returns the settings in force."""
-    global _settings
-    if workers is not None and workers < 1:
-        raise ConfigError(f"workers={workers}: at least 1")
-    if executor is not None and executor not in EXECUTORS:
-        raise ConfigError(f"executor={executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if reward_scheme is not None and check_name(reward_scheme):
-        raise ConfigError(f"reward_scheme={reward_scheme!r}: {check_name(reward_scheme)}")
-    if penalty is not None:
-        RewardScheme(INCREMENTAL, penalty)  # refused here, not at the first reward
+    Arguments left None keep their value. Returns the settings in force. These are the
+    settings of the default scorer (:func:`default_scorer`); a :class:`Scorer` of its own
+    takes a :class:`Settings` value instead."""
+    _check_changes(workers, executor, reward_scheme, penalty)
     given: dict[str, Any] = {
         "states": None if states is None else tuple(Path(s).expanduser() for s in states),
         "workers": workers,
@@ -232,159 +501,36 @@ def configure(
         "penalty": penalty,
         "reference": None if reference is None else Path(reference).expanduser(),
     }
-    changes = {k: v for k, v in given.items() if v is not None}
-    with _lock:
-        before = _settings
-        _settings = replace(_settings, **changes)
-        after = _settings
-    if _simulation(before) != _simulation(after):
-        _close_pools()  # the next call makes pools with the new settings
-    return after
-
-
-def _simulation(s: Settings) -> tuple[Any, ...]:
-    ray = (s.executor, s.ray_address, s.ray_cpus, s.ray_chunk)
-    return (s.workers, s.limits, s.simulator, s.cache_root, s.idle_seconds, *ray)
-
-
-def _close_pools() -> None:
-    global _remote
-    with _lock:
-        keys = list(_pool_keys)
-        _pool_keys.clear()
-        remote, _remote = _remote, None
-    if remote is not None:
-        remote.close()
-    live = warm.pools()
-    for key in keys:
-        pool = live.get(key)
-        if pool is not None:
-            pool.close()
+    return default_scorer().reconfigure(**{k: v for k, v in given.items() if v is not None})
 
 
 def reset() -> None:
     """Back to the defaults ($HWTP_STATES); forget indexed folders and close the warm pools made here."""
-    global _settings
-    with _lock:
-        _settings = Settings()
-        _registries.clear()
-        _references.clear()
-        _readers.clear()
-        _schemata.clear()
-    _close_pools()
+    global _default
+    with _default_lock:
+        old, _default = _default, None
+    if old is not None:
+        old.close()
 
 
 def settings() -> Settings:
-    return _settings
-
-
-def _registry(folders: tuple[Path, ...]) -> Registry:
-    with _lock:
-        reg = _registries.get(folders)
-        if reg is None:
-            reg = _registries[folders] = Registry(folders)
-        return reg
+    return default_scorer().settings
 
 
 def find_mutant_set(truth: GroundTruth) -> MutantSet:
-    """The mutant set a ground truth names; :class:`RewardError` when it is not in the folders."""
-    return _registry(_settings.folders()).find(truth.design, truth.mutant_set)
-
-
-# --------------------------------------------------------------------------- evaluations
-
-_pool_keys: set[str] = set()  # the warm pools made here (hwtp.sim.warm.pool_for keys)
-_schemata: dict[tuple[str, str, str], Schemata] = {}  # (set hash, simulator, cache): its schemata builds' targets
-_remote: Any = None  # hwtp.executors.ray.RayExecutor (imported with ray), made on first use with executor="ray"
-
-
-def _schemata_of(mutant_set: MutantSet, set_digest: str, config: Settings) -> Schemata:
-    """The targets of the set's schemata builds (one per part), made once per set."""
-    key = (set_digest, config.simulator, str(config.cache_root))
-    with _lock:
-        found = _schemata.get(key)
-    if found is None:
-        found = schemata_targets(mutant_set, config.simulator, config.cache_root)
-        with _lock:
-            found = _schemata.setdefault(key, found)
-    return found
-
-
-def _joined(futures: list[Future[dict[str, Any]]]) -> Future[dict[str, Any]]:
-    """One future of the merged results of ``futures`` (one per schemata build)."""
-    if len(futures) == 1:
-        return futures[0]
-    out: Future[dict[str, Any]] = Future()
-    left = [len(futures)]
-
-    def done(_: Future[dict[str, Any]]) -> None:
-        with _lock:
-            left[0] -= 1
-            last = left[0] == 0
-        if not last:
-            return
-        try:
-            merged: dict[str, Any] = {}
-            for f in futures:
-                merged.update(f.result())
-            out.set_result(merged)
-        except BaseException as exc:  # handed to the caller through the future
-            out.set_exception(exc)
-
-    for f in futures:
-        f.add_done_callback(done)
-    return out
-
-
-def _ray_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any], config: Settings) -> Any:
-    """A future of the evaluations' results from the Ray actors (their warm pools), each
-    evaluation on the schemata build of its selector value."""
-    global _remote
-    schemata = _schemata_of(mutant_set, set_digest, config)
-    with _lock:
-        if _remote is None:
-            _remote = make_executor("ray", address=config.ray_address, cpus=config.ray_cpus, chunk=config.ray_chunk)
-        remote = _remote
-    futures = [remote.submit(schemata.targets[i], group, config.limits) for i, group in schemata.split(evaluations)]
-    return _joined(futures)
+    """The mutant set a ground truth names (the default scorer's folders)."""
+    return default_scorer().find_mutant_set(truth)
 
 
 def executor_stats() -> dict[str, Any]:
-    """Where simulations run (``name``) and, once the Ray executor is in use, its counters and
-    the names of the actors it shares (:meth:`hwtp.executors.ray.RayExecutor.snapshot`)."""
-    remote = _remote
-    if remote is None:
-        return {"name": _settings.executor_name()}
-    return {"name": remote.name, **remote.snapshot()}
+    """Where the default scorer's simulations run (``name``) and, once the Ray executor is in
+    use, its counters and the names of the actors it shares."""
+    return default_scorer().executor_stats()
 
 
-def _pool(mutant_set: MutantSet, set_digest: str, part: int = 0) -> warm.WarmPool:
-    """The warm pool of schemata build ``part`` of ``mutant_set`` (``set_digest``: its hash,
-    already checked against the ground truth, so it is not computed again per call)."""
-    config = _settings
-    schemata = _schemata_of(mutant_set, set_digest, config)
-    key = f"{mutant_set.design.name}:{set_digest}" + (f":{part + 1}" if part else "")
-
-    def make() -> warm.WarmPool:
-        return warm.WarmPool(
-            schemata.targets[part].build(),
-            mutant_set.design,
-            workers=config.worker_count(),
-            limits=config.limits,
-            idle_seconds=config.idle_seconds,
-            budget=warm.budget_for(f"{mutant_set.design.name}:{set_digest}", config.worker_count()),
-        )
-
-    with _lock:
-        _pool_keys.add(key)
-    return warm.pool_for(key, make, max_pools=max(8, len(schemata.targets)))
-
-
-def _local_submit(mutant_set: MutantSet, set_digest: str, evaluations: list[Any]) -> Any:
-    """A future of the evaluations' results from the set's warm pools, each evaluation in the
-    pool of the schemata build of its selector value."""
-    schemata = _schemata_of(mutant_set, set_digest, _settings)
-    return _joined([_pool(mutant_set, set_digest, i).submit(group) for i, group in schemata.split(evaluations)])
+def ceiling_of(truth: GroundTruth) -> float:
+    """The best reward attainable on a ground truth's state under the default scorer's scheme."""
+    return default_scorer().ceiling_of(truth)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -430,65 +576,6 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Read
     return PlanInput(planread.plan_key(to_data(plan).get("tests")), plan, None, state, "completion")
 
 
-_readers: dict[tuple[str, int], planread.Reader] = {}  # (set hash, cycle limit): the design's reader
-
-
-def _reader(mutant_set: MutantSet, digest: str, max_cycles: int) -> planread.Reader:
-    key = (digest, max_cycles)
-    with _lock:
-        reader = _readers.get(key)
-        if reader is None:
-            reader = _readers[key] = planread.Reader(mutant_set.design, max_cycles)
-        return reader
-
-
-_references: dict[tuple[str, str, float], Reference] = {}  # (set hash, suite, penalty): its kills, simulated once
-
-
-def scheme_for(mutant_set: MutantSet, digest: str, config: Settings | None = None) -> RewardScheme:
-    """The configured scheme for ``mutant_set`` (``digest``: its hash); for incremental with its
-    reference suite's kills, simulated on the set's first use and kept."""
-    config = config or _settings
-    scheme = config.reward_scheme()
-    if scheme.name != INCREMENTAL:
-        return scheme
-    path = config.reference_of(mutant_set)
-    key = (digest, str(path), scheme.penalty)
-    with _lock:
-        known = _references.get(key)
-    if known is None:
-        if not path.exists():
-            raise RewardError(f"reward scheme incremental: reference suite {path} does not exist")
-        suite = load_reference(path, mutant_set)
-        probe = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=replace(scheme, reference=suite))
-        prepared = prepare(mutant_set, [], probe)
-        results = _submit(mutant_set, digest, list(prepared.evaluations.values()), config).result()
-        killed = reference_kills(suite, prepared.killable, results)
-        known = Reference(suite.source, (), killed)
-        with _lock:
-            _references[key] = known
-    return replace(scheme, reference=known)
-
-
-def _submit(mutant_set: MutantSet, digest: str, evaluations: list[Any], config: Settings) -> Any:
-    """A future of the evaluations' results: the set's warm pool here, or the Ray actors."""
-    if config.executor_name() == "ray":
-        return _ray_submit(mutant_set, digest, evaluations, config)
-    return _local_submit(mutant_set, digest, evaluations)
-
-
-def ceiling_of(truth: GroundTruth) -> float:
-    """The best reward attainable on a ground truth's state under the configured scheme."""
-    mutant_set = find_mutant_set(truth)
-    config = _settings
-    scheme = scheme_for(mutant_set, truth.mutant_set, config)
-    if not scheme.dense:
-        equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
-        return ceiling(truth.state, equivalent, config.rewards)
-    killed = scheme.reference.killed if scheme.reference is not None else None
-    return dense_ceiling(config.rewards, targets(scheme, killable(mutant_set), killed or frozenset()))
-
-
 def _result(sample: SampleResult, truth: GroundTruth, scheme: str = "smu") -> RewardResult:
     outcome = sample.outcome.value
     detail = dict(sample.detail or {})
@@ -497,53 +584,6 @@ def _result(sample: SampleResult, truth: GroundTruth, scheme: str = "smu") -> Re
         reward = None
         detail["indeterminate"] = True
     return RewardResult(reward, outcome, detail, truth.design, truth.state, sample.ceiling, scheme)
-
-
-def _score_group(
-    mutant_set: MutantSet, members: list[tuple[int, GroundTruth, str, str | None]], out: list[RewardResult | None]
-) -> None:
-    states = {m.id for m in mutant_set.valid} | {GOLDEN}
-    for _index, truth, _text, _prompt in members:  # every ground truth checked before any work
-        if truth.state not in states:
-            raise RewardError(
-                f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
-                f"of design {truth.design!r} (golden or a valid mutant id)"
-            )
-    config = _settings
-    digest = members[0][1].mutant_set
-    scheme = scheme_for(mutant_set, digest, config)
-    score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
-    reader = _reader(mutant_set, digest, config.limits.max_cycles)
-    pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
-
-    def submit(chunk: list[PlanInput]) -> None:
-        prepared = prepare(mutant_set, chunk, score_config)
-        evaluations = list(prepared.evaluations.values())
-        pending.append((prepared, _submit(mutant_set, digest, evaluations, config) if evaluations else None))
-
-    # read a chunk, hand it to the workers, read the next one while they simulate (the first
-    # chunk is half as large, so that they start sooner)
-    seen: set[tuple[str, str]] = set()
-    keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
-    fresh: list[PlanInput] = []
-    for index, truth, text, prompt in members:
-        p = _plan_input(text, truth.state, prompt, reader)
-        key = (p.id, p.state or GOLDEN)
-        if key not in seen:
-            seen.add(key)
-            fresh.append(p)
-        keys.append((index, truth, key))
-        if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
-            submit(fresh)
-            fresh = []
-    if fresh:
-        submit(fresh)
-    samples = {}
-    for prepared, future in pending:
-        results: dict[str, Any] = future.result() if future is not None else {}
-        samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
-    for index, truth, key in keys:
-        out[index] = _result(samples[key], truth, scheme.name)
 
 
 def score_completions(
@@ -559,15 +599,4 @@ def score_completions(
     whose hash differs) raises :class:`~hwtp.errors.RewardError`: a dataset or configuration
     fault, never turned into a reward.
     """
-    if prompts is not None and len(prompts) != len(items):
-        raise RewardError(f"{len(prompts)} prompts for {len(items)} completions")
-    groups: dict[tuple[str, str], list[tuple[int, GroundTruth, str, str | None]]] = {}
-    for i, (raw, text) in enumerate(items):
-        truth = parse_truth(raw)
-        prompt = prompts[i] if prompts is not None else None
-        groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
-    sets = {key: find_mutant_set(members[0][1]) for key, members in groups.items()}  # all found before any work
-    out: list[RewardResult | None] = [None] * len(items)
-    for key, members in groups.items():
-        _score_group(sets[key], members, out)
-    return [r for r in out if r is not None]
+    return default_scorer().score_completions(items, prompts)
