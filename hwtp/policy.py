@@ -21,15 +21,15 @@ from typing import Any, Protocol
 from hwtp import yamlio
 from hwtp.env import DEFAULT_API_KEY_VAR, DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError, EndpointAuthError, PolicyError
-from hwtp.executors.base import schemata_targets
+from hwtp.executors.base import Executor, schemata_targets
+from hwtp.executors.local import LocalExecutor
 from hwtp.llm.cache import ResponseCache
 from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
 from hwtp.llm.client import complete_many
 from hwtp.mutantset import MutantSet
 from hwtp.plan import json_schema, to_data
 from hwtp.planset import PLAN_INDEX, Generated, PlanRecord, read_index
-from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
-from hwtp.sim.runner import run_job
+from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 from hwtp.stimulus import StimulusConfig, fill_expectations, random_stimulus
 
 
@@ -64,6 +64,8 @@ class RandomPolicy:
     seed: int = 0
     stimulus: StimulusConfig = field(default_factory=StimulusConfig)
     name: str = "random"
+    #: Where golden is simulated for the expectations (default: a process on this machine).
+    executor: Executor = field(default_factory=LocalExecutor, compare=False, repr=False)
 
     def parameters(self) -> dict[str, Any]:
         s = self.stimulus
@@ -79,17 +81,17 @@ class RandomPolicy:
             for r in requests
         ]
         flat = [s for per_state in stimuli for s in per_state]
-        build = schemata_targets(self.mutant_set).targets[0].build()  # golden only: any part's build
-        evaluations = tuple(
+        evaluations = [
             Evaluation(f"s{i}", compile_plan(s, design), 0, stop_on_fail=False, cycles=plan_cycles(s, design))
             for i, s in enumerate(flat)
-        )
-        results = run_job(build, Job(design, evaluations)) if evaluations else []
+        ]
+        # golden only: the schemata's first part, in one simulator process
+        results = self.executor.run(schemata_targets(self.mutant_set), evaluations, Limits())
         out: list[list[Generated]] = []
         for i, per_state in enumerate(stimuli):
             row = []
             for k, stimulus in enumerate(per_state):
-                result = results[i * samples + k]
+                result = results[f"s{i * samples + k}"]
                 if result.status != "pass":
                     row.append(Generated(k, None, error=f"golden simulation {result.status}: {result.reason}"))
                     continue

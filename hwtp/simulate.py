@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.design import Design
+from hwtp.executors.base import Target
 from hwtp.plan import Plan, validate
-from hwtp.sim.backends import DEFAULT_BACKEND, get_backend
-from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.backends import DEFAULT_BACKEND
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_job
-from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.sim.wrapper import build_sources
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,7 @@ def simulate(
 ) -> SimReport:
     """Validate ``plan`` against ``design``, build the design and run every test of the plan."""
     validate(plan, design, (limits or Limits()).max_cycles)
-    backend = get_backend(simulator)
-    build = ensure_build(backend, build_sources(design), WRAPPER_TOP, root=cache_root)
+    build = Target(design, build_sources(design), simulator, cache_root).build()
     evaluation = Evaluation("sim", compile_plan(plan, design), stop_on_fail=False, cycles=plan_cycles(plan, design))
     start = time.perf_counter()
     result: EvalResult = run_job(build, Job(design, (evaluation,), limits=limits or Limits()))[0]

@@ -21,13 +21,13 @@ from typing import Any
 
 from hwtp.design import Design
 from hwtp.errors import DesignError
+from hwtp.executors.base import Target
 from hwtp.plan import Plan, Step, TestCase
 from hwtp.progress import counter
-from hwtp.sim.backends import default_backend
-from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.backends import DEFAULT_BACKEND
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_parallel
-from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.sim.wrapper import build_sources
 from hwtp.stimulus import StimulusConfig, random_stimulus
 from hwtp.values import Value
 
@@ -100,7 +100,7 @@ def find_witnesses(
     once), then the rest of the budget in one go for the survivors. Process start-up, not
     simulation, is what costs: one process per round would dominate.
     """
-    build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    build = Target(design, build_sources(design, schemata), DEFAULT_BACKEND, cache_root).build()
     deadline = time.monotonic() + config.total_s
     rounds = max(1, config.cycles // _round_cost(design, config.stimulus))
     remaining = dict(mutants)
@@ -164,7 +164,7 @@ def replay(
     the difference too."""
     if not stimuli:
         return {}
-    build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP, root=cache_root)
+    build = Target(design, build_sources(design, schemata), DEFAULT_BACKEND, cache_root).build()
     evaluations = []
     for mid, (stimulus, index) in stimuli.items():
         compiled, cycles = compile_plan(stimulus, design), plan_cycles(stimulus, design)

@@ -13,6 +13,7 @@ warm simulator pools), so a sample's outcome is exactly the reward a trainer get
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import statistics
@@ -28,6 +29,7 @@ from hwtp.design import Design
 from hwtp.errors import ConfigError, HwtpError
 from hwtp.evaluation.metrics import bootstrap, pass_at_k, wilson
 from hwtp.evaluation.render import markdown
+from hwtp.executors.base import Executor
 from hwtp.mutantset import GOLDEN, MUTANTS_JSON, MutantSet, load, write
 from hwtp.planning import SampleFailure, plan_states, write_plans
 from hwtp.planset import Generated, PlanRecord
@@ -139,7 +141,12 @@ class DesignEval:
     equivalent: set[str] = field(default_factory=set)
 
 
-def evaluate_design(design: Design, config: EvalConfig, outdir: Path, templates: Templates) -> DesignEval:
+def evaluate_design(
+    design: Design, config: EvalConfig, outdir: Path, templates: Templates, executor: Executor | None = None
+) -> DesignEval:
+    """One design: its mutant set (made or reused), the policy's samples, and their rewards from
+    a scorer holding that set (nothing read back from disk), simulated on ``executor`` (default:
+    the one the reward settings name, closed at the end)."""
     start = time.perf_counter()
     mutant_set = mutant_set_for(design, config, outdir / "mutants" / design.name)
     mutate_seconds = time.perf_counter() - start
@@ -151,9 +158,10 @@ def evaluate_design(design: Design, config: EvalConfig, outdir: Path, templates:
     write_plans(records, outdir / "plans" / design.name, per_state_files=False)  # plans.jsonl: replayable
     digest = mutant_set.set_hash
     scored = [r for r in records if r.generated.text is not None]
-    rewards = core.score_completions(
-        [({"design": design.name, "state": r.state, "mutant_set": digest}, r.generated.text or "") for r in scored]
-    )
+    with core.Scorer(core.settings(), executor, [mutant_set]) as scorer:
+        rewards = scorer.score_completions(
+            [({"design": design.name, "state": r.state, "mutant_set": digest}, r.generated.text or "") for r in scored]
+        )
     by_key = {(r.state, r.sample): w for r, w in zip(scored, rewards, strict=True)}
     results = []
     for r in records:
@@ -298,16 +306,13 @@ def evaluate(designs: Sequence[Design], config: EvalConfig, outdir: Path, progre
     if len(set(names)) != len(names):
         raise ConfigError(f"two designs of one name: {sorted(n for n in set(names) if names.count(n) > 1)}")
     outdir.mkdir(parents=True, exist_ok=True)
-    folders = core.settings().folders()
-    mutants = (outdir / "mutants").resolve()
-    if mutants not in folders:
-        core.configure(states=[*folders, mutants])
     templates = Templates.load()
     evals = []
-    for design in designs:
-        evals.append(evaluate_design(design, config, outdir, templates))
-        if progress is not None:
-            progress(1)
+    with contextlib.closing(core.executor_for(core.settings())) as executor:  # one for every design
+        for design in designs:
+            evals.append(evaluate_design(design, config, outdir, templates, executor))
+            if progress is not None:
+                progress(1)
     doc = summarize(evals, config)
     (outdir / EVAL_JSON).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     (outdir / EVAL_MD).write_text(markdown(doc), encoding="utf-8")
