@@ -93,14 +93,16 @@ class LocalExecutor:
         design = schemata.targets[0].design
         if len(groups) == 1:
             i, group = groups[0]
-            return run_batched(builds[i], design, group, limits, self.jobs, self.isolated,
-                               progress, counters, on_result, workdir)
+            return run_batched(
+                builds[i], design, group, limits, self.jobs, self.isolated, progress, counters, on_result, workdir
+            )
         share = max(1, self.jobs // len(groups))
 
         def run(item: tuple[int, list[Evaluation]]) -> dict[str, EvalResult]:
             i, group = item
-            return run_batched(builds[i], design, group, limits, share, self.isolated,
-                               progress, counters, on_result, workdir)
+            return run_batched(
+                builds[i], design, group, limits, share, self.isolated, progress, counters, on_result, workdir
+            )
 
         out: dict[str, EvalResult] = {}
         for done in procs.map_threads(run, groups, self.jobs):

@@ -340,10 +340,12 @@ class RayExecutor:
     ) -> Future[dict[str, EvalResult]]:
         """A future of the results (for callers that prepare the next batch meanwhile, as with
         :meth:`hwtp.sim.warm.WarmPool.submit`): each part's evaluations in a thread of their own."""
-        return joined([
-            in_thread(functools.partial(self._run_target, schemata.targets[i], group, limits), "hwtp-ray")
-            for i, group in schemata.split(evaluations)
-        ])
+        return joined(
+            [
+                in_thread(functools.partial(self._run_target, schemata.targets[i], group, limits), "hwtp-ray")
+                for i, group in schemata.split(evaluations)
+            ]
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **self.snapshot()}
@@ -366,4 +368,3 @@ class RayExecutor:
                 except ValueError:
                     break
                 time.sleep(_POLL_S)
-

@@ -185,9 +185,7 @@ class Settings:
         )
 
 
-def _check_changes(
-    workers: int | None, executor: str | None, reward_scheme: str | None, penalty: float | None
-) -> None:
+def _check_changes(workers: int | None, executor: str | None, reward_scheme: str | None, penalty: float | None) -> None:
     if workers is not None and workers < 1:
         raise ConfigError(f"workers={workers}: at least 1")
     if executor is not None and executor not in EXECUTORS:
