@@ -50,7 +50,7 @@ from reps import add_reps_argument, interleaved, load_report, ratios, spread  # 
 from hwtp import mutantset
 from hwtp import mutate as engine
 from hwtp.design import load_design
-from hwtp.executors.base import Target, schemata_target
+from hwtp.executors.base import Schemata, Target, schemata_targets
 from hwtp.executors.ray import RayExecutor
 from hwtp.planning import plan_states
 from hwtp.planset import plan_input
@@ -62,7 +62,7 @@ from hwtp.sim.runner import EvalResult
 from hwtp.sim.warm import WarmPool
 
 
-def workload(design_name: str, states: int, evaluations: int, root: Path) -> tuple[Target, list[Evaluation]]:
+def workload(design_name: str, states: int, evaluations: int, root: Path) -> tuple[Schemata, list[Evaluation]]:
     design = load_design(design_name)
     result = engine.mutate(design, engine.MutationConfig(n=states, seed=0, jobs=2))
     mutantset.write(result, root / design_name)
@@ -72,7 +72,7 @@ def workload(design_name: str, states: int, evaluations: int, root: Path) -> tup
     policy = make_policy(PolicySpec("random", seed=7), mutant_set)
     records = plan_states(mutant_set, names, per_state, policy, Templates.load(), [])
     prepared = prepare(mutant_set, [plan_input(r) for r in records], ScoreConfig())
-    return schemata_target(mutant_set), list(prepared.evaluations.values())[:evaluations]
+    return schemata_targets(mutant_set), list(prepared.evaluations.values())[:evaluations]
 
 
 def timed(run: Any) -> tuple[float, dict[str, EvalResult]]:
@@ -98,7 +98,7 @@ def same(a: dict[str, EvalResult], b: dict[str, EvalResult]) -> bool:
     return a.keys() == b.keys() and all(strip(a[k]) == strip(b[k]) for k in a)
 
 
-def ray_rows(actors: int, target: Target, evs: list[Evaluation], args: Any, local: Any) -> Row:
+def ray_rows(actors: int, target: Schemata, evs: list[Evaluation], args: Any, local: Any) -> Row:
     executor = RayExecutor(chunk=args.chunk, actors=actors)
     try:
         return Row(*against_local(local, lambda: timed(lambda: executor.run(target, evs, Limits())), args.reps))
@@ -122,7 +122,7 @@ class Caller:
     def __init__(self, chunk: int) -> None:
         self.executor = RayExecutor(chunk=chunk, actors=2)
 
-    def run(self, target: Target, evs: list[Evaluation]) -> tuple[float, float, dict[str, EvalResult]]:
+    def run(self, target: Schemata, evs: list[Evaluation]) -> tuple[float, float, dict[str, EvalResult]]:
         """(start, end) on the machine's clock (the callers share it here) and the results:
         timed inside, so returning the results to the driver is not counted."""
         start = time.time()
@@ -133,7 +133,7 @@ class Caller:
         return list(self.executor.snapshot()["actors"])
 
 
-def shared_rows(target: Target, evs: list[Evaluation], args: Any, local: Any) -> tuple[Row, list[float]]:
+def shared_rows(target: Schemata, evs: list[Evaluation], args: Any, local: Any) -> tuple[Row, list[float]]:
     """Two callers, half of the evaluations each (as two workers' batches), at once: (the row,
     timed from the first start to the last end, and each first call's seconds)."""
     callers = [Caller.remote(args.chunk) for _ in range(2)]  # type: ignore[attr-defined]
@@ -200,7 +200,8 @@ def main() -> None:
     with load_report("evaluations on Ray actors against one local warm worker"):
         root = Path(tempfile.mkdtemp(prefix="hwtp-bench-ray-"))
         try:
-            target, evs = workload(args.design, args.states, args.evaluations, root)
+            schemata, evs = workload(args.design, args.states, args.evaluations, root)
+            target = schemata.targets[0]  # one part: the set is small
             target.build()  # cached before anything is timed
             n = len(evs)
             print(f"{args.design}: {n} evaluations, chunks of {args.chunk}, {args.reps} reps", flush=True)
@@ -211,8 +212,8 @@ def main() -> None:
 
                 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
                 for label, actors in (("ray, 1 actor", 1), ("ray, 2 actors", 2)):
-                    rows.append((label, actors, ray_rows(actors, target, evs, args, local)))
-                row, firsts = shared_rows(target, evs, args, local)
+                    rows.append((label, actors, ray_rows(actors, schemata, evs, args, local)))
+                row, firsts = shared_rows(schemata, evs, args, local)
                 rows.append(("ray, 2 actors, 2 callers", 2, row))
                 shipped = build_compare(target) if args.build else None
                 ray.shutdown()
@@ -223,7 +224,7 @@ def main() -> None:
                 cluster.add_node(num_cpus=1)
                 ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
                 cluster.wait_for_nodes()
-                rows.append(("ray, 2 nodes x 1 CPU", 2, ray_rows(2, target, evs, args, local)))
+                rows.append(("ray, 2 nodes x 1 CPU", 2, ray_rows(2, schemata, evs, args, local)))
                 ray.shutdown()
                 cluster.shutdown()
             for label, _, row in rows:

@@ -25,7 +25,7 @@ import hwtp.rewards as R
 from hwtp import run as loop
 from hwtp.design import load_design
 from hwtp.errors import HwtpError
-from hwtp.executors.base import schemata_target
+from hwtp.executors.base import schemata_targets
 from hwtp.executors.local import LocalExecutor
 from hwtp.mutantset import MutantSet, set_hash
 from hwtp.planning import plan_states
@@ -130,14 +130,14 @@ def _kill_once(executor: RayExecutor, seen: list[str], action: Any) -> Any:
 def test_an_actor_killed_mid_chunk_loses_nothing_and_counts_nothing_twice(cluster: Any, mutated: Any) -> None:
     mutant_set = mutated("adder_carry")
     evaluations = _work(mutant_set)
-    target = schemata_target(mutant_set)
-    expected = LocalExecutor().run(target, evaluations, Limits())
+    schemata = schemata_targets(mutant_set)
+    expected = LocalExecutor().run(schemata, evaluations, Limits())
     executor = RayExecutor(chunk=4)
     try:
         victim = executor.actors()[0]
         seen: list[str] = []
         kill = _kill_once(executor, seen, lambda: ray.kill(victim))
-        got = executor.run(target, evaluations, Limits(), on_result=kill)
+        got = executor.run(schemata, evaluations, Limits(), on_result=kill)
         _same(got, expected)
         assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
         assert executor.stats["actors_lost"] == 1 and executor.stats["resubmitted"] >= 1
@@ -153,8 +153,8 @@ def test_an_actor_killed_mid_chunk_loses_nothing_and_counts_nothing_twice(cluste
 def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> None:
     mutant_set = mutated("adder_carry")
     evaluations = _work(mutant_set)
-    target = schemata_target(mutant_set)
-    expected = LocalExecutor().run(target, evaluations, Limits())
+    schemata = schemata_targets(mutant_set)
+    expected = LocalExecutor().run(schemata, evaluations, Limits())
     node = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     executor = RayExecutor(chunk=4)
@@ -164,7 +164,7 @@ def test_a_node_removed_mid_run_loses_nothing(cluster: Any, mutated: Any) -> Non
         assert node.node_id in nodes  # one actor per node
         seen: list[str] = []
         got = executor.run(
-            target, evaluations, Limits(), on_result=_kill_once(executor, seen, lambda: cluster.remove_node(node))
+            schemata, evaluations, Limits(), on_result=_kill_once(executor, seen, lambda: cluster.remove_node(node))
         )
         _same(got, expected)
         assert sorted(seen) == sorted(expected) and len(seen) == len(set(seen))
