@@ -50,6 +50,7 @@ from hwtp.design import (
     reset_from,
 )
 from hwtp.errors import ConfigError, DesignError, HwtpError
+from hwtp.executors.base import Executor
 from hwtp.mutantset import GOLDEN, MutantSet
 from hwtp.plan import Plan, extract_plan, to_data
 from hwtp.planset import PlanInput
@@ -265,9 +266,10 @@ def _relative(message: str, candidate: Candidate) -> str:
     return message
 
 
-def reference_plan(design: Design, seed: int) -> Plan:
-    """The offline policy's plan for ``design`` (expectations from golden), checked on golden:
-    :class:`Rejected` when it cannot be built, golden fails, or nothing is observable."""
+def reference_plan(design: Design, seed: int, executor: Executor | None = None) -> Plan:
+    """The offline policy's plan for ``design`` (expectations from golden), checked on golden
+    (on ``executor``, default a process here): :class:`Rejected` when it cannot be built,
+    golden fails, or nothing is observable."""
     mutant_set = MutantSet(design, seed, ())
     policy = make_policy(PolicySpec("random", seed=seed), mutant_set)
     try:
@@ -287,7 +289,8 @@ def reference_plan(design: Design, seed: int) -> Plan:
             Reason.UNOBSERVABLE, "golden's outputs were unknown (x) at every sample of the reference stimulus"
         )
     try:
-        scores = score(mutant_set, [PlanInput("reference", plan, source="reference")], ScoreConfig(states=(GOLDEN,)))
+        reference = [PlanInput("reference", plan, source="reference")]
+        scores = score(mutant_set, reference, ScoreConfig(states=(GOLDEN,)), executor=executor)
     except HwtpError as exc:
         raise Rejected(Reason.GOLDEN, f"scoring the reference plan: {exc}") from exc
     result = scores.results[0]
