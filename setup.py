@@ -22,14 +22,15 @@ setup(
     packages=[
         # every package under hwtp/ (a folder with __init__.py), found so that none is forgotten
         *find_packages(where=str(ROOT), include=["hwtp", "hwtp.*"]),
-        "hwtp.mutators",
-        "hwtp.sim",
+        # mutators/ and sim/ install as hwtp.mutators and hwtp.sim, their subpackages with them
+        *(f"hwtp.{top}" + (f".{sub}" if sub else "") for top in ("mutators", "sim")
+          for sub in ["", *find_packages(where=str(ROOT / top))]),
         "hwtp.designs",
         *design_packages,
     ],
     package_data={
         "hwtp": ["py.typed"],
-        "hwtp.templates": ["*.md"],
+        "hwtp.policy.templates": ["*.md"],
         "hwtp.report": ["templates/*.j2"],
         **{package: DESIGN_FILES for package in design_packages},
     },

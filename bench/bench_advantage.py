@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from reps import Clock, add_reps_argument, clock, interleaved, load_report, ratios, since, spread  # bench/ on sys.path
 
-from hwtp.advantage import PRESETS, AdvantageConfig, compute_advantages
+from hwtp.training.advantage import PRESETS, AdvantageConfig, compute_advantages
 
 Floats = npt.NDArray[Any]
 

@@ -43,13 +43,13 @@ from pathlib import Path
 
 from reps import add_reps_argument, interleaved, load_report, private_cache, ratios, spread  # bench/ on sys.path
 
-from hwtp import mutate as engine
 from hwtp.ci.config import CiConfig
 from hwtp.ci.exporttests import export_tests
 from hwtp.ci.mutation import CiReport, run_ci
 from hwtp.ci.runs import run_tests
 from hwtp.ci.shards import merge
-from hwtp.design import load_design, shipped_root
+from hwtp.mutators import engine
+from hwtp.rtl.design import load_design, shipped_root
 from hwtp.sim import toolchain
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build

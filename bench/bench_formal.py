@@ -1,4 +1,4 @@
-"""Benchmark: formal classification (hwtp.formal) of the mutants random witnesses leave unknown.
+"""Benchmark: formal classification (hwtp.mutators.formal) of the mutants random witnesses leave unknown.
 
 For every shipped design: ``hwtp mutate -n 0`` (every site) with the witness search
 (``--witness-cycles``, default 2000) and no formal check, then the Yosys miter on the
@@ -7,7 +7,7 @@ For every shipped design: ``hwtp mutate -n 0`` (every site) with the witness sea
 - the share of the witness search's unknowns the checker resolves (proved ``equivalent``,
   or ``killable`` with a counterexample the simulator confirmed); goal >= 90%; how many each
   method resolved (``verilator-tree``: Verilator elaborates the mutant to golden's tree,
-  ``hwtp.formal.reading``), and per design why the rest stay unknown;
+  ``hwtp.mutators.formal.reading``), and per design why the rest stay unknown;
 - the CPU time per mutant inside one invocation for all (hwtp's way; ABC pdr added where it
   ran): median and worst; goal: median < 1 s (CPU seconds: the number does not move with
   the machine's load, hwtp's limits count the same way);
@@ -23,7 +23,7 @@ Levers (issue: resolve more, faster), measured on what today's check leaves unkn
 - ``--induction K``: k-induction up to K steps instead of 8 (the same run, a longer bound);
 - ``--pdr``: ABC's ``pdr`` (property-directed reachability, an unbounded engine that finds
   its own inductive strengthening: no register has to match golden's) on the miter written as
-  AIGER (``hwtp.formal.miter.aiger_script``), per mutant, ``--timeout`` s each; only a proof
+  AIGER (``hwtp.mutators.formal.miter.aiger_script``), per mutant, ``--timeout`` s each; only a proof
   counts (a PDR counterexample may lie in the power-on reset, which it does not model). The
   classifier runs this stage itself on bounded-proof unknowns (``FormalConfig.pdr``); with
   ``--pdr`` the check runs without it, and the stage is measured apart.
@@ -41,11 +41,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from hwtp import mutate as engine
-from hwtp.design import load_design, shipped_names
-from hwtp.formal import miter, yosys
-from hwtp.formal.classify import FormalConfig, check
-from hwtp.mutantset import Mutant, MutantClass, MutantSet
+from hwtp.mutators import engine
+from hwtp.mutators.formal import miter, yosys
+from hwtp.mutators.formal.classify import FormalConfig, check
+from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet
+from hwtp.rtl.design import load_design, shipped_names
 
 
 def _write_sources(mutant_set: MutantSet, mutants: list[Mutant], root: Path) -> list[str]:

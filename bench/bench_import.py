@@ -7,7 +7,7 @@ written by this script, imported into a fresh folder with an empty hwtp cache of
 one unmeasured import that fills ccache; designs/minute of each and the ratio (taken inside a
 repetition), median (min..max).
 
-Eval overhead: ``hwtp.evaluation.runner.evaluate`` on the imported designs, first with the
+Eval overhead: ``hwtp.evaluation.evaluate.evaluate`` on the imported designs, first with the
 offline policy (makes the mutant sets and starts the warm simulator pools), then again in the
 same process with those plans replayed (``--policy replay``), then with an OpenAI-compatible
 endpoint (the tests' scripted server) answering at once with a short plan, the size a model
@@ -34,9 +34,9 @@ from bench_llm import _server_helpers  # run as a script: bench/ is on sys.path
 from reps import Spread, add_reps_argument, interleaved, load_report, private_cache, ratios, spread
 
 from hwtp.corpus import importer, sources
-from hwtp.design import load_design
-from hwtp.evaluation.runner import EvalConfig, evaluate
-from hwtp.runconfig import RunConfig
+from hwtp.evaluation.evaluate import EvalConfig, evaluate
+from hwtp.rtl.design import load_design
+from hwtp.run.config import RunConfig
 
 
 def write_corpus(root: Path, n: int) -> Path:

@@ -4,7 +4,7 @@
                                        [--prompts 8] [-G 8] [--from OUT]
 
 Each rep trains one GRPO-SMu arm for ``--steps`` steps from the same warm start (a short SFT)
-and times hwtp's reward function inside TRL (``hwtp.learn.grpo.RewardClock``) against the
+and times hwtp's reward function inside TRL (``hwtp.training.learn.grpo.RewardClock``) against the
 trainer's wall time. ``--from OUT`` instead reads the shares an ``hwtp learn -o OUT`` run
 measured (every arm and seed). Prints each rep's share, then mean and min..max.
 """
@@ -32,10 +32,10 @@ def _measure(args: argparse.Namespace) -> list[tuple[str, float, float]]:
     import torch
 
     import hwtp.rewards
-    from hwtp.learn.data import DataConfig, prepare_design, sft_rows
-    from hwtp.learn.grpo import DEFAULT_ARMS, GRPOSettings, train_arm
-    from hwtp.learn.model import ModelConfig, build_model, build_tokenizer
-    from hwtp.learn.sft import SFTConfig, train_sft
+    from hwtp.training.learn.data import DataConfig, prepare_design, sft_rows
+    from hwtp.training.learn.grpo import DEFAULT_ARMS, GRPOSettings, train_arm
+    from hwtp.training.learn.model import ModelConfig, build_model, build_tokenizer
+    from hwtp.training.learn.sft import SFTConfig, train_sft
 
     torch.set_num_threads(1)
     out = []

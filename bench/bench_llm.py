@@ -1,4 +1,4 @@
-"""Benchmark of hwtp.llm.client against the local OpenAI-compatible test server.
+"""Benchmark of hwtp.policy.llm.client against the local OpenAI-compatible test server.
 
 Run: ``python bench/bench_llm.py`` (with hwtp importable). Two parts, each measured against a
 baseline in the same run:
@@ -31,9 +31,9 @@ from typing import Any
 import httpx
 from reps import Clock, add_reps_argument, clock, interleaved, load_report, ratios, since, spread  # bench/ on sys.path
 
-from hwtp.llm.cache import ResponseCache
-from hwtp.llm.chat import ChatRequest, ClientConfig, SamplingParams
-from hwtp.llm.client import ChatClient, complete_many
+from hwtp.policy.llm.cache import ResponseCache
+from hwtp.policy.llm.chat import ChatRequest, ClientConfig, SamplingParams
+from hwtp.policy.llm.client import ChatClient, complete_many
 
 DELAY_S = 0.05
 
@@ -111,11 +111,11 @@ def hwtp_sequential(url: str, count: int, cache: ResponseCache | None) -> Clock:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="hwtp.llm.client throughput and overhead")
+    parser = argparse.ArgumentParser(description="hwtp.policy.llm.client throughput and overhead")
     add_reps_argument(parser, default=5)
     parser.add_argument("--count", type=int, default=1000, help="requests per overhead repetition")
     args = parser.parse_args()
-    with load_report("hwtp.llm.client against the local test server"):
+    with load_report("hwtp.policy.llm.client against the local test server"):
         os.environ.pop("OPENAI_API_KEY", None)  # never send a real key to the local server
         srv = _server_helpers()
         rows: list[tuple[str, str, str]] = []

@@ -31,18 +31,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import load_design, shipped_names
-from hwtp.executors.base import Schemata, schemata_targets
+from hwtp.mutators import engine, mutantset
 from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog
 from hwtp.mutators.sites import find_sites
-from hwtp.plan import load_plan_file
-from hwtp.planset import PlanInput
-from hwtp.score import ScoreConfig, prepare, score
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import load_plan_file
+from hwtp.rtl.design import load_design, shipped_names
+from hwtp.scoring.score import ScoreConfig, prepare, score
 from hwtp.sim import warm
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.executors.base import Schemata, schemata_targets
 from hwtp.sim.job import Evaluation
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 

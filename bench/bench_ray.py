@@ -9,7 +9,7 @@ inside each repetition and printed as median (min..max). Results are checked equ
 local worker's (but for timings).
 
 - local, 1 worker: one ``hwtp.sim.warm.WarmPool`` process in this process (the baseline).
-- ray, 1 actor / 2 actors: ``hwtp.executors.ray.RayExecutor`` on a local Ray instance
+- ray, 1 actor / 2 actors: ``hwtp.sim.executors.ray.RayExecutor`` on a local Ray instance
   (``ray.init(num_cpus=2)``), chunks of --chunk evaluations.
 - ray, 2 actors, 2 callers: two Ray actors of the job (as a trainer's reward workers), each
   with its own ``RayExecutor`` and half of the evaluations, at once; they find one pool of two
@@ -47,16 +47,15 @@ import ray
 import ray.cluster_utils
 from reps import add_reps_argument, interleaved, load_report, ratios, spread  # bench/ on sys.path
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import load_design
-from hwtp.executors.base import Schemata, Target, schemata_targets
-from hwtp.executors.ray import RayExecutor
-from hwtp.planning import plan_states
-from hwtp.planset import plan_input
-from hwtp.policy import PolicySpec, make_policy
-from hwtp.prompt import Templates
-from hwtp.score import ScoreConfig, prepare
+from hwtp.mutators import engine, mutantset
+from hwtp.plans.files import plan_input
+from hwtp.policy.planning import plan_states
+from hwtp.policy.policies import PolicySpec, make_policy
+from hwtp.policy.prompt import Templates
+from hwtp.rtl.design import load_design
+from hwtp.scoring.score import ScoreConfig, prepare
+from hwtp.sim.executors.base import Schemata, Target, schemata_targets
+from hwtp.sim.executors.ray import RayExecutor
 from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import EvalResult
 from hwtp.sim.warm import WarmPool

@@ -8,16 +8,16 @@ state's evaluation.
 Scorers (each turns a list of (ground truth, completion) into rewards; add one to SCORERS):
 
 - baseline: one completion per call, the way the library could score before warm workers:
-  ``hwtp.score.score`` on that one plan, so a simulator process per call. Batches are scored
+  ``hwtp.scoring.score.score`` on that one plan, so a simulator process per call. Batches are scored
   completion by completion (measured on --baseline-batch completions, reported per second).
-- score() per batch: the whole batch in one ``hwtp.score.score`` call (one process start per
+- score() per batch: the whole batch in one ``hwtp.scoring.score.score`` call (one process start per
   call, -j workers), for reference.
-- warm pool: ``hwtp.sim.warm.WarmPool`` through the Python API (``hwtp.score.prepare``,
+- warm pool: ``hwtp.sim.warm.WarmPool`` through the Python API (``hwtp.scoring.score.prepare``,
   ``pool.submit`` per chunk of 16 completions so compiling overlaps simulating, ``assemble``),
-  plans read by ``hwtp.plan.extract_plan`` (hwtp.yamlio, the located loader): the old reading,
+  plans read by ``hwtp.plans.format.extract_plan`` (hwtp.yamlio, the located loader): the old reading,
   beside the next row's in the same run.
 - hwtp.rewards.score_completions: the batched core every trainer adapter calls (plans read by
-  ``hwtp.planread`` when ``hwtp[fast]`` is installed; the line "plan reader" says).
+  ``hwtp.plans.fastread`` when ``hwtp[fast]`` is installed; the line "plan reader" says).
 - hwtp serve: the reward service over HTTP (``POST /reward``), started as its own process.
 - warm pool, simulation only: the same pool with every plan compiled before the clock starts
   (what the workers deliver: queueing, the socket, the simulators).
@@ -55,17 +55,18 @@ from typing import Any
 
 import httpx
 
-from hwtp import mutantset, planread, rewards
-from hwtp import mutate as engine
-from hwtp.design import load_design
-from hwtp.plan import extract_plan
-from hwtp.planset import PlanInput
-from hwtp.policy import PlanRequest, RandomPolicy
+from hwtp import rewards
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.stimulus import StimulusConfig
+from hwtp.plans import fastread as planread
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import extract_plan
+from hwtp.policy.policies import PlanRequest, RandomPolicy
 from hwtp.rewards import core as reward_core
-from hwtp.score import ScoreConfig, assemble, prepare, schemata_build, score
+from hwtp.rtl.design import load_design
+from hwtp.scoring.score import ScoreConfig, assemble, prepare, schemata_build, score
 from hwtp.sim import warm
 from hwtp.sim.warm import WarmPool
-from hwtp.stimulus import StimulusConfig
 
 #: Completions compiled per pool.submit in a batch: the next chunk compiles while one simulates.
 _CHUNK = 16
@@ -335,7 +336,7 @@ def _spread(values: list[float], digits: int = 0) -> str:
 
 def reading_ms(mutant_set: Any, items: Sequence[Item], reps: int) -> list[float]:
     """CPU per completion of reading ``items`` as ``score_completions`` does (the response,
-    :class:`hwtp.planread.Reader`, the plan id), each repetition with a fresh reader."""
+    :class:`hwtp.plans.fastread.Reader`, the plan id), each repetition with a fresh reader."""
     out = []
     for _ in range(reps):
         reader = planread.Reader(mutant_set.design, ScoreConfig().limits.max_cycles)

@@ -27,8 +27,9 @@ from typing import Any
 from bench_rewards import HWTP, completions, measure, percentile
 from reps import add_reps_argument, load_report, ratios, spread
 
-from hwtp import mutantset, rewards
-from hwtp.scheme import KILL_FRACTION, SMU, killable
+from hwtp import rewards
+from hwtp.mutators import mutantset
+from hwtp.scoring.scheme import KILL_FRACTION, SMU, killable
 from hwtp.sim import warm
 
 SCHEMES = (SMU, KILL_FRACTION)

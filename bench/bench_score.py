@@ -31,19 +31,18 @@ from pathlib import Path
 
 from reps import add_reps_argument, interleaved, load_report, private_cache, ratios, spread  # bench/ on sys.path
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import load_design
-from hwtp.plan import extract_plan
-from hwtp.planset import PlanInput
-from hwtp.policy import PlanRequest, RandomPolicy
-from hwtp.score import ScoreConfig, score
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.stimulus import StimulusConfig
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import extract_plan
+from hwtp.policy.policies import PlanRequest, RandomPolicy
+from hwtp.rtl.design import load_design
+from hwtp.scoring.score import ScoreConfig, score
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import Counters, run_job, run_parallel
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
-from hwtp.stimulus import StimulusConfig
 
 
 def make_plans(mutant_set: mutantset.MutantSet, count: int) -> list[PlanInput]:

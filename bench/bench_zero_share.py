@@ -19,17 +19,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hwtp import mutantset, yamlio
-from hwtp import mutate as engine
-from hwtp.advantage import preset, summarize
-from hwtp.design import load_design
+from hwtp import yamlio
 from hwtp.errors import PlanError
-from hwtp.plan import extract_plan
-from hwtp.planning import plan_states
-from hwtp.planset import PlanInput
-from hwtp.policy import RandomPolicy
-from hwtp.prompt import Templates
-from hwtp.score import GOLDEN, ScoreConfig, score
+from hwtp.mutators import engine, mutantset
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import extract_plan
+from hwtp.policy.planning import plan_states
+from hwtp.policy.policies import RandomPolicy
+from hwtp.policy.prompt import Templates
+from hwtp.rtl.design import load_design
+from hwtp.scoring.score import GOLDEN, ScoreConfig, score
+from hwtp.training.advantage import preset, summarize
 
 
 def _degrade(text: str, rng: random.Random, corrupt: float, weaken: float) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from hwtp import mutate as engine
-from hwtp.design import load_design, shipped_names
-from hwtp.executors.base import schemata_targets
-from hwtp.plan import load_plan_file
+from hwtp.mutators import engine
+from hwtp.plans.format import load_plan_file
+from hwtp.rtl.design import load_design, shipped_names
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.executors.base import schemata_targets
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import run_job
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources

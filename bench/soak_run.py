@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hwtp.store import open_store
+from hwtp.run.store import open_store
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """``hwtp.yaml``: the project's configuration file, read in one place.
 
 The file is read and loaded here, once per command (bounded YAML with line numbers, through
-:mod:`hwtp.yamlio`); its ``run:`` section is handed to :mod:`hwtp.runconfig` (``hwtp run``)
+:mod:`hwtp.yamlio`); its ``run:`` section is handed to :mod:`hwtp.run.config` (``hwtp run``)
 and its other top-level keys to :mod:`hwtp.ci.config` (``hwtp ci``, ``export-tests``). Every
 error names ``file:line: field: what is wrong``.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwtp import runconfig, yamlio
+from hwtp import yamlio
 from hwtp.ci import config as ci_config
 from hwtp.errors import ConfigError
+from hwtp.run import config as runconfig
 
 CONFIG_NAME = "hwtp.yaml"
 

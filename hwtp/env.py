@@ -28,7 +28,7 @@ REWARD_SCHEME_VAR = "HWTP_REWARD_SCHEME"
 REWARD_PENALTY_VAR = "HWTP_REWARD_PENALTY"
 #: The incremental scheme's reference suite (a run folder or plans) unless ``configure`` says.
 REWARD_REFERENCE_VAR = "HWTP_REWARD_REFERENCE"
-#: Bounds of one schemata build: ``MUTANTS`` or ``MUTANTS,BYTES`` (hwtp.mutantset.part_bounds).
+#: Bounds of one schemata build: ``MUTANTS`` or ``MUTANTS,BYTES`` (hwtp.mutators.mutantset.part_bounds).
 SCHEMATA_PART_VAR = "HWTP_SCHEMATA_PART"
 #: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
 SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"  # noqa: S105 (the variable's name, not a token)

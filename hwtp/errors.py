@@ -1,7 +1,7 @@
 """The one error hierarchy of hwtp.
 
 Library code raises these (third-party errors are re-raised ``from exc``); the CLI maps them
-once, in :func:`hwtp.cli.main`, to a one-line message and an exit code (README, exit codes).
+once, in :func:`hwtp.cli.main.main`, to a one-line message and an exit code (README, exit codes).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class DesignError(HwtpError):
 
 
 class UntrustedError(DesignError):
-    """The trust check refused what the compiler would read (:func:`hwtp.trust.check`): bad
+    """The trust check refused what the compiler would read (:func:`hwtp.rtl.trust.check`): bad
     input wherever the text came from, a design's files or a mutant set's edits."""
 
 

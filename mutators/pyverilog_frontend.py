@@ -38,7 +38,7 @@ from hwtp.mutators.operators import select
 from hwtp.mutators.pv_match import Matcher, MatchError
 from hwtp.mutators.site import Site
 from hwtp.mutators.sites import OperatorSpec, collect_sites
-from hwtp.rtl import NO_OPTIONS, BuildOptions
+from hwtp.rtl.frontend import NO_OPTIONS, BuildOptions
 
 Node = Any  # pyverilog AST nodes
 

@@ -19,7 +19,7 @@ from hwtp.mutators.context import SiteContext
 from hwtp.mutators.operators import select
 from hwtp.mutators.site import Site
 from hwtp.mutators.slang_index import index_tree
-from hwtp.rtl import NO_OPTIONS, BuildOptions, SourceFile, parse
+from hwtp.rtl.frontend import NO_OPTIONS, BuildOptions, SourceFile, parse
 
 OperatorSpec = Iterable[str | Operator] | None
 SiteFinder = Callable[..., list[Site]]  # (text, path, operators=..., include_widths=..., options=...) -> sites

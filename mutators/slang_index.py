@@ -32,7 +32,7 @@ from hwtp.mutators.context import (
     SiteContext,
     Span,
 )
-from hwtp.rtl import module_declarations
+from hwtp.rtl.frontend import module_declarations
 
 SK = pyslang.syntax.SyntaxKind
 Node = Any  # pyslang syntax nodes are not precisely typed

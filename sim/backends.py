@@ -28,10 +28,10 @@ import cocotb_tools.config as cocotb_config
 import find_libpython
 
 from hwtp import env
-from hwtp.design import SourceFile
 from hwtp.errors import DesignError, ToolchainError
-from hwtp.rtl import NO_OPTIONS as NO_OPTIONS  # re-exported: the build options' home is hwtp.rtl
-from hwtp.rtl import BuildOptions as BuildOptions
+from hwtp.rtl.design import SourceFile
+from hwtp.rtl.frontend import NO_OPTIONS as NO_OPTIONS  # re-exported: the build options' home is hwtp.rtl.frontend
+from hwtp.rtl.frontend import BuildOptions as BuildOptions
 from hwtp.sim import procs, toolchain, verilated_runtime
 from hwtp.sim.toolchain import Probe
 
@@ -142,7 +142,7 @@ class Backend(Protocol):
 
     def preprocess(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> Preprocessed:
         """``sources`` through this simulator's own preprocessor, with the flags, defines and
-        include folders of a build: the text its compiler parses (what :mod:`hwtp.trust` checks)."""
+        include folders of a build: the text its compiler parses (what :mod:`hwtp.rtl.trust` checks)."""
 
     def opaque_arguments(self, options: BuildOptions) -> list[str]:
         """The arguments of ``options`` that bring code or files into the build which the
@@ -296,7 +296,7 @@ class VerilatorBackend:
     def elaborated(self, sources: Sequence[SourceFile], top: str, options: BuildOptions) -> str | None:
         """Verilator's tree of ``sources`` as a build elaborates them (``--json-only``: parameters
         resolved, widths and constants folded; before its scheduling passes), as JSON text; None
-        when Verilator does not write it. Read by :mod:`hwtp.formal.reading`."""
+        when Verilator does not write it. Read by :mod:`hwtp.mutators.formal.reading`."""
         tool = toolchain.find_verilator()
         name = "hwtp-tree.json"
         argv = [str(tool.executable), "--json-only", "--json-only-output", name, "--top-module", top,

@@ -2,7 +2,7 @@
 
 The key covers the sources and headers (names and text), the top module, the build options
 (as the backend renders them) and the toolchain fingerprint. Every build is checked first by
-:func:`hwtp.trust.check` on what the backend's preprocessor makes of it, which also refuses an
+:func:`hwtp.rtl.trust.check` on what the backend's preprocessor makes of it, which also refuses an
 `` `include `` of any file that is not one of these headers: every file a build reads is in
 its key. A build happens under an exclusive file
 lock, in a private folder (``.tmp-PID-NAME-*`` next to the cache entries) that is renamed into place, in one
@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hwtp import env, trust
-from hwtp.design import SourceFile, system_tasks_allowed
+from hwtp import env
 from hwtp.errors import DesignError, InternalError, UntrustedError
 from hwtp.outputs import cache_folder
+from hwtp.rtl import trust
+from hwtp.rtl.design import SourceFile, system_tasks_allowed
 from hwtp.sim import procs
 from hwtp.sim.backends import NO_OPTIONS, Backend, BuildOptions, write_sources
 
@@ -50,7 +51,7 @@ class Build:
 def build_key(backend: Backend, sources: Sequence[SourceFile], top: str, options: BuildOptions,
               compiled: str = "") -> str:
     """The cache key; ``compiled``: the digest of what the preprocessor made of the sources
-    (:func:`hwtp.trust.check`), which holds every file an include or a ``-v`` argument reads."""
+    (:func:`hwtp.rtl.trust.check`), which holds every file an include or a ``-v`` argument reads."""
     h = hashlib.sha256()
     h.update(json.dumps([backend.fingerprint(), top, backend.arguments(top, options), compiled]).encode())
     for src in sources:
@@ -75,8 +76,8 @@ def ensure_build(
     allow_escapes: bool | None = None,
 ) -> Build:
     """Return the build of ``sources``, building it unless the cache already has it; first
-    refuse what :func:`hwtp.trust.check` refuses (``allow_escapes``, by default
-    :func:`hwtp.design.system_tasks_allowed`: RTL that runs commands or writes files is built)."""
+    refuse what :func:`hwtp.rtl.trust.check` refuses (``allow_escapes``, by default
+    :func:`hwtp.rtl.design.system_tasks_allowed`: RTL that runs commands or writes files is built)."""
     allowed = system_tasks_allowed() if allow_escapes is None else allow_escapes
     compiled = trust.check(backend, sources, top, options, allow_escapes=allowed)
     key = build_key(backend, sources, top, options, compiled)

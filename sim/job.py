@@ -32,8 +32,8 @@ except ImportError:  # pragma: no cover - the plain json module does the same wo
     orjson = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from hwtp.design import Design
-    from hwtp.plan import Plan
+    from hwtp.plans.format import Plan
+    from hwtp.rtl.design import Design
 
 #: Version of the job format written in every job's header and checked by the harness.
 JOB_FORMAT_VERSION = 1

@@ -456,7 +456,7 @@ class WarmPool:
         return self._closed
 
     def run(self, evaluations: Sequence[Evaluation]) -> dict[str, EvalResult]:
-        """Run ``evaluations`` (results as :func:`hwtp.score.run_evaluations` gives them, by id)."""
+        """Run ``evaluations`` (results as :func:`hwtp.scoring.score.run_evaluations` gives them, by id)."""
         return self.submit(evaluations).result()
 
     def submit(self, evaluations: Sequence[Evaluation]) -> Future[dict[str, EvalResult]]:

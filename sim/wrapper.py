@@ -8,7 +8,7 @@ is an internal variable that the harness can write back between evaluations.
 
 from __future__ import annotations
 
-from hwtp.design import Design, SourceFile
+from hwtp.rtl.design import Design, SourceFile
 
 WRAPPER_TOP = "hwtp_top"
 WRAPPER_FILE = "hwtp_top.v"

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.cli import main
-from hwtp.design import Design, load_design, shipped_names
+from hwtp.cli.main import main
+from hwtp.mutators import engine, mutantset
+from hwtp.rtl.design import Design, load_design, shipped_names
 from hwtp.sim import procs
 
 DATA = Path(__file__).parent / "data"

@@ -1,5 +1,5 @@
 """A tiny combinational design, a hand-made mutant set of it, and a Python model of its
-simulation for :class:`hwtp.executors.memory.MemoryExecutor`: score, run and reward logic
+simulation for :class:`hwtp.sim.executors.memory.MemoryExecutor`: score, run and reward logic
 tested without Verilator.
 
 The design is ``y = a + b`` (4-bit inputs, 5-bit output). Each mutant rewrites the
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hwtp.design import load_design
-from hwtp.mutantset import Mutant, MutantClass, MutantSet
+from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet
 from hwtp.mutators.site import Site
+from hwtp.rtl.design import load_design
 from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import EvalResult, EvalStatus, Fault
 

@@ -12,7 +12,7 @@ DESIGNS = ("counter_en_load", "adder_carry")
 
 def small_run(factory: pytest.TempPathFactory, name: str, *formats: str) -> Path:
     """``hwtp run counter_en_load adder_carry --states 2 -G 2 --format F ... -o DIR``; DIR."""
-    from hwtp.cli import main
+    from hwtp.cli.main import main
 
     out = factory.mktemp(name) / "run"
     args = ["run", *DESIGNS, "--states", "2", "-G", "2", "-o", str(out)]

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from hwtp.store import DB_NAME
+from hwtp.run.store import DB_NAME
 
 
 def table(rundir: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hwtp.advantage import (
+from hwtp.errors import ConfigError, ScoreError
+from hwtp.training.advantage import (
     OUTCOMES,
     PRESETS,
     AdvantageConfig,
@@ -24,7 +25,6 @@ from hwtp.advantage import (
     summarize,
     zero_advantage_share,
 )
-from hwtp.errors import ConfigError, ScoreError
 
 ONE_GROUP = [0, 0, 0, 0]
 MEAN_BASELINE = [name for name, cfg in PRESETS.items() if cfg.baseline == "mean"]

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from hwtp.design import SourceFile, load_design
 from hwtp.errors import DesignError, PlanError
-from hwtp.plan import CYCLE_LIMIT, parse_plan, validate
+from hwtp.plans.format import CYCLE_LIMIT, parse_plan, validate
+from hwtp.rtl.design import SourceFile, load_design
 
 Run = Callable[..., tuple[int, str, str]]
 PLAN = "tests:\n  - name: t\n    steps:\n      - wait: 1\n"
@@ -161,7 +161,7 @@ def test_rtl_escaping_the_simulation_is_refused(
 def test_comments_strings_and_macros_are_read_as_the_compiler_reads_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hwtp.design import check_trusted
+    from hwtp.rtl.design import check_trusted
 
     monkeypatch.delenv("HWTP_ALLOW_SYSTEM_TASKS", raising=False)
     with pytest.raises(DesignError, match=rf"{tmp_path}/t\.v:6: \$system runs a shell command"):
@@ -244,9 +244,9 @@ def test_hwtp_yaml_that_is_not_utf8(tmp_path: Path, run_cli: Run, monkeypatch: p
 
 
 def test_a_misspelt_design_leaves_no_configuration_behind(tmp_path: Path, run_cli: Run) -> None:
-    from hwtp.run import check_config
-    from hwtp.runconfig import RunConfig
-    from hwtp.store import open_store
+    from hwtp.run.config import RunConfig
+    from hwtp.run.loop import check_config
+    from hwtp.run.store import open_store
 
     rundir = tmp_path / "r"
     refused(run_cli("run", "counter_en_lod", "-o", rundir, "--states", "1", "-G", "1"), "counter_en_lod: no such")
@@ -263,12 +263,12 @@ def test_a_misspelt_design_leaves_no_configuration_behind(tmp_path: Path, run_cl
 def test_parquet_without_pyarrow_fails_before_any_simulation(
     tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch, fmt: str
 ) -> None:
-    import hwtp.run
+    import hwtp.run.loop
 
     def no_work(*_a: Any, **_k: Any) -> None:
         raise AssertionError("mutate started although parquet cannot be written")
 
-    monkeypatch.setattr(hwtp.run, "mutate_stage", no_work)
+    monkeypatch.setattr(hwtp.run.loop, "mutate_stage", no_work)
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # what Python does for a package that is not installed
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     rundir = tmp_path / "r"
@@ -308,7 +308,7 @@ def test_plan_checks_the_endpoint_before_reading_anything(tmp_path: Path, run_cl
 
 def test_a_plan_index_that_is_not_utf8(tmp_path: Path) -> None:
     from hwtp.errors import ScoreError
-    from hwtp.planset import PLAN_INDEX, read_plans
+    from hwtp.plans.files import PLAN_INDEX, read_plans
 
     (tmp_path / PLAN_INDEX).write_bytes(b'{"plan": "p0", "state": "golden"}\n{"plan": "p1\xff"}\n')
     with pytest.raises(ScoreError, match=rf"{PLAN_INDEX}:2: not UTF-8 text"):

@@ -25,9 +25,9 @@ from hwtp.ci.mutation import CiReport, MutantResult, Status
 from hwtp.ci.reports import junit, lcov, markdown, survivors_table
 from hwtp.ci.runs import Run, TestOutcome, TestStatus
 from hwtp.config import load_ci
-from hwtp.design import load_design, shipped_root
 from hwtp.errors import ConfigError
-from hwtp.plan import parse_plan
+from hwtp.plans.format import parse_plan
+from hwtp.rtl.design import load_design, shipped_root
 from hwtp.sim import plan_steps
 from hwtp.sim.backends import NO_OPTIONS, BuildOptions, backend_names
 from hwtp.sim.runner import EvalStatus
@@ -234,7 +234,7 @@ def test_config_errors_name_file_line_and_field(tmp_path: Path) -> None:
         "design:\n  sources: [top.v]\n  top: top\ntests: {modules: [t]}\nmin_score: 2\n": ":5: min_score:",
         "design:\n  sources: [top.v]\ntests: {modules: [t]}\n": ":1: design.top: required",
         "design:\n  sources: [../x.v]\n  top: top\ntests: {modules: [t]}\n": ":2: design.sources.0:",
-        # clock and reset: the limits and messages of design.yaml (hwtp.design.clock_from/reset_from)
+        # clock and reset: the limits and messages of design.yaml (hwtp.rtl.design.clock_from/reset_from)
         "design:\n  sources: [top.v]\n  top: top\n  reset: {port: a, cycles: 1001}\ntests: {modules: [t]}\n":
             ":4: design.reset.cycles: expected an integer from 1 to 1000",
         "design:\n  sources: [top.v]\n  top: top\n  clock: {port: a, period_ns: 0}\ntests: {modules: [t]}\n":

@@ -23,7 +23,7 @@ from hwtp.ci.runnerscript import read_runner_script
 from hwtp.config import load_ci
 from hwtp.errors import ConfigError, DesignError
 from hwtp.mutators.sites import find_sites
-from hwtp.rtl import BuildOptions, SourceFile, elaborate, included_files
+from hwtp.rtl.frontend import BuildOptions, SourceFile, elaborate, included_files
 
 from .test_ci import Run_
 

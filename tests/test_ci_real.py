@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import hwtp.commands.ci as ci_command
+import hwtp.cli.commands.ci as ci_command
 from hwtp import progress
 from hwtp.ci.elaborated import elaboration
 from hwtp.config import load_ci
-from hwtp.design import edge_signals
-from hwtp.formal import yosys
-from hwtp.rtl import BuildOptions, SourceFile
+from hwtp.mutators.formal import yosys
+from hwtp.rtl.design import edge_signals
+from hwtp.rtl.frontend import BuildOptions, SourceFile
 
 Run_ = Callable[..., tuple[int, str, str]]
 needs_yosys = pytest.mark.skipif(yosys.find() is None, reason="Yosys is not installed")

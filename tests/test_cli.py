@@ -70,7 +70,7 @@ def test_too_old_verilator_exits_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 
 def _copy_design(tmp_path: Path, name: str = "adder_carry") -> Path:
-    from hwtp.design import shipped_root
+    from hwtp.rtl.design import shipped_root
 
     target = tmp_path / name
     shutil.copytree(shipped_root() / name, target)
@@ -141,8 +141,8 @@ def test_sim_exit_codes_and_json(run_cli: Run, tmp_path: Path) -> None:
     code, out, _ = run_cli("sim", "adder_carry")
     assert code == 0, out
     assert "PASS" in out
-    from hwtp.design import load_design
-    from hwtp.plan import load_plan_file, to_data
+    from hwtp.plans.format import load_plan_file, to_data
+    from hwtp.rtl.design import load_design
 
     design = load_design("adder_carry")
     data = to_data(load_plan_file(design.root / "plans" / "reference.yaml"))
@@ -172,14 +172,14 @@ def test_sim_exit_codes_and_json(run_cli: Run, tmp_path: Path) -> None:
     ],
 )
 def test_reset_option_level_defaults_to_what_the_name_says(spec: str, port: str, active: str, cycles: int) -> None:
-    from hwtp.commands.options import parse_reset
+    from hwtp.cli.commands.options import parse_reset
 
     reset = parse_reset(spec)
     assert reset is not None and (reset.port, reset.active, reset.cycles) == (port, active, cycles)
 
 
 def test_guess_controls_takes_only_one_bit_inputs() -> None:
-    from hwtp.design import Port, guess_controls
+    from hwtp.rtl.design import Port, guess_controls
 
     ports = [Port("aclk", "input", 1), Port("clk", "input", 2), Port("aresetn", "input", 1), Port("rst", "output", 1)]
     clock, reset = guess_controls(ports)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hwtp.cli import main
+from hwtp.cli.main import main
 from hwtp.corpus import splits
-from hwtp.design import load_design
+from hwtp.rtl.design import load_design
 
 INC = "module inc(input [3:0] a, output [3:0] y);\n  assign y = a + 4'd1;\nendmodule\n"
 CNT = """module cnt(input clk, input rst_n, input en, output reg [3:0] q);

@@ -18,12 +18,12 @@ import pytest
 from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, explain, summarize
 from hwtp.ci.mutation import MutantResult, Status
 from hwtp.ci.reports import junit, markdown
-from hwtp.design import SourceFile
 from hwtp.errors import ConfigError
 from hwtp.mutators.probes import plan
 from hwtp.mutators.schemata import SELECTOR, render
 from hwtp.mutators.sites import find_sites
-from hwtp.rtl import module_body_offsets
+from hwtp.rtl.design import SourceFile
+from hwtp.rtl.frontend import module_body_offsets
 from hwtp.sim.backends import NO_OPTIONS, get_backend
 from hwtp.sim.outputs import Compare
 

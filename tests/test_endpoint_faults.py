@@ -24,12 +24,11 @@ from typing import Any
 import pytest
 from tables import table
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import load_design
 from hwtp.errors import EndpointAuthError, PolicyError
-from hwtp.llm.chat import ClientConfig
-from hwtp.llm.client import ChatClient
+from hwtp.mutators import engine, mutantset
+from hwtp.policy.llm.chat import ClientConfig
+from hwtp.policy.llm.client import ChatClient
+from hwtp.rtl.design import load_design
 
 _spec = importlib.util.spec_from_file_location("hwtp_tests_fault_server", Path(__file__).with_name("fault_server.py"))
 assert _spec is not None and _spec.loader is not None
@@ -207,7 +206,7 @@ def test_plan_oversized_body_is_not_read_into_memory(server: str, mutdir: Path, 
     faults.switch(server, "oversized", PLAN)
     wrapper = (
         # VmHWM is this process image's own peak: ru_maxrss would carry the forking pytest's peak over exec
-        "import sys\nfrom hwtp.cli import main\ncode = main(sys.argv[1:])\n"
+        "import sys\nfrom hwtp.cli.main import main\ncode = main(sys.argv[1:])\n"
         "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
         "print('MAXRSS_KB', hwm, file=sys.stderr)\nsys.exit(code)\n"
     )

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from hwtp.evaluation import render
+from hwtp.evaluation.evaluate import _pass_at, reason_kind
 from hwtp.evaluation.metrics import bootstrap, pass_at_k, wilson
-from hwtp.evaluation.runner import _pass_at, reason_kind
-from hwtp.score import Outcome, SampleResult
+from hwtp.scoring.score import Outcome, SampleResult
 
 
 def test_pass_at_k_hand_computed() -> None:

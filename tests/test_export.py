@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hwtp.export import ExportOptions, scrub, shard, write_export
+from hwtp.training.export import ExportOptions, scrub, shard, write_export
 
 
 def _scores(tmp_path: Path, designs: int = 2, states: int = 4, plans: int = 3) -> tuple[Path, Path]:
@@ -141,7 +141,7 @@ def test_sft_pairs_are_the_plans_worth_imitating(run_cli: Any, tmp_path: Path) -
 
 
 def test_prompt_length_statistics() -> None:
-    from hwtp.export import estimate_tokens, prompt_lengths
+    from hwtp.training.export import estimate_tokens, prompt_lengths
 
     records = [{"design": "d", "state": f"s{i}", "prompt": [{"role": "user", "content": "x" * (30 * (i + 1))}]}
                for i in range(20)]

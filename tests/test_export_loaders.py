@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from hwtp.export import ExportOptions, write_export
+from hwtp.training.export import ExportOptions, write_export
 
 datasets = pytest.importorskip("datasets")
 pytest.importorskip("pyarrow")

@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from hwtp import mutantset
-from hwtp import mutate as engine
+from hwtp.mutators import engine, mutantset
 from hwtp.sim import procs
 
 DATA = Path(__file__).parent / "data"
@@ -138,7 +137,7 @@ def test_mutate_finds_non_terminating_mutants_within_bounded_time(hang_set: tupl
     assert seconds < 240, f"hwtp mutate took {seconds:.0f} CPU-s"
     print(f"measured: hwtp mutate -n 0 with {len(hung)} non-terminating mutants: {seconds:.1f} CPU-s")
     # kept out of the default states of hwtp plan, score and run; still there by id
-    from hwtp.commands.plan import resolve_states
+    from hwtp.cli.commands.plan import resolve_states
     ids = {m.id for m in hung}
     assert not ids & set(resolve_states(mutant_set, "all"))
     assert not ids & {s for s, _ in mutant_set.select()}
@@ -150,8 +149,8 @@ def test_mutate_finds_non_terminating_mutants_within_bounded_time(hang_set: tupl
 
 @pytest.mark.sim
 def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float, str]) -> None:
-    from hwtp.plan import parse_plan
-    from hwtp.score import schemata_build
+    from hwtp.plans.format import parse_plan
+    from hwtp.scoring.score import schemata_build
     from hwtp.sim.job import Evaluation, Job, Limits, compile_plan
     from hwtp.sim.runner import EvalResult, run_job
 
@@ -189,7 +188,7 @@ def test_the_witness_search_has_a_total_budget(hang_set: tuple[Path, float, str]
 @pytest.mark.sim
 def test_start_up_has_its_own_budget(hang_set: tuple[Path, float, str]) -> None:
     from hwtp.errors import DesignError
-    from hwtp.score import schemata_build
+    from hwtp.scoring.score import schemata_build
     from hwtp.sim.job import Evaluation, Job, Limits
     from hwtp.sim.runner import run_job
 
@@ -208,7 +207,7 @@ def test_start_up_counts_the_simulators_cpu_not_the_wall_clock(
 ) -> None:
     # the batch process gets no CPU for 9 s (SIGSTOP), past its 6 CPU s budget in wall time (the
     # budget is some 8 times a start-up's ~0.7 CPU s: CPU time too stretches on a crowded VM)
-    from hwtp.score import schemata_build
+    from hwtp.scoring.score import schemata_build
     from hwtp.sim.job import Evaluation, Job, Limits
     from hwtp.sim.runner import EvalStatus, run_job
 
@@ -460,7 +459,7 @@ def test_ctrl_c_kills_the_children_before_anything_waits_for_them(tmp_path: Path
     up: the signal handler kills every child process before the interrupt unwinds."""
     marker = f"hwtp-ctrl-c-{os.getpid()}-{tmp_path.name}"
     script = (
-        "import sys, time\nfrom hwtp import cli\nfrom hwtp.sim import procs\n\n"
+        "import sys, time\nfrom hwtp.cli import main as cli\nfrom hwtp.sim import procs\n\n"
         "@cli.cli.command('hang-for-test')\ndef hang():\n"
         f"    proc = procs.spawn(['sh', '-c', 'sleep 120', '{marker}'])\n"
         "    try:\n        print('ready', flush=True)\n        time.sleep(120)\n"

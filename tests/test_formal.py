@@ -1,4 +1,4 @@
-"""Formal classification with Yosys (hwtp.formal): hand-made mutants proved equivalent,
+"""Formal classification with Yosys (hwtp.mutators.formal): hand-made mutants proved equivalent,
 counterexamples the simulator confirms as witnesses, a sequential difference found after
 several cycles, and what the checker cannot handle reported ``unknown`` with its reason."""
 
@@ -16,15 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import Clock, Reset, load_design
-from hwtp.formal import reading, yosys
-from hwtp.formal.classify import FormalConfig, check
-from hwtp.formal.miter import Bounds
-from hwtp.formal.trace import Outcome, read_bmc, read_induction, stimulus
-from hwtp.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.formal import reading, yosys
+from hwtp.mutators.formal.classify import FormalConfig, check
+from hwtp.mutators.formal.miter import Bounds
+from hwtp.mutators.formal.trace import Outcome, read_bmc, read_induction, stimulus
+from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
 from hwtp.mutators.site import Site
+from hwtp.rtl.design import Clock, Reset, load_design
 from hwtp.sim import procs
 from hwtp.sim.backends import default_backend
 from hwtp.sim.buildcache import ensure_build

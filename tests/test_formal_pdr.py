@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hwtp import mutate as engine
-from hwtp.design import load_design
-from hwtp.formal import yosys
-from hwtp.mutantset import MutantClass
+from hwtp.mutators import engine
+from hwtp.mutators.formal import yosys
+from hwtp.mutators.mutantset import MutantClass
+from hwtp.rtl.design import load_design
 
 exe = yosys.find()
 needs_abc = pytest.mark.skipif(exe is None or yosys.find_abc(exe) is None, reason="Yosys with ABC is not installed")

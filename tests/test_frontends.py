@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hwtp.errors import ConfigError, DesignError, MutantError
-from hwtp.mutate import MutationConfig
 from hwtp.mutators import pyverilog_frontend
+from hwtp.mutators.engine import MutationConfig
 from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog, parse
 from hwtp.mutators.sites import find_sites, site_finder
 

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import hwtp.rewards as R
-from hwtp.advantage import advantage_records, preset
 from hwtp.errors import ConfigError, RewardError
 from hwtp.rewards import grpo_smu
+from hwtp.training.advantage import advantage_records, preset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "trl" / "train.py"
@@ -189,7 +189,7 @@ def test_design_uids_keep_verls_uid_and_name_the_ground_truth() -> None:
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``hwtp run counter_en_load adder_carry --states 2 -G 2 --format trl --format jsonl``."""
     out = tmp_path_factory.mktemp("grpo_smu") / "run"
-    from hwtp.cli import main
+    from hwtp.cli.main import main
 
     code = main(["run", *DESIGNS, "--states", "2", "-G", "2", "--format", "trl", "--format", "jsonl", "-o", str(out)])
     assert code == 0

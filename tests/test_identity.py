@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from hwtp import mutantset
-from hwtp.plan import extract_plan
-from hwtp.planning import state_requests
-from hwtp.planset import PlanInput
-from hwtp.prompt import Templates
-from hwtp.score import ScoreConfig, score
+from hwtp.mutators import mutantset
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import extract_plan
+from hwtp.policy.planning import state_requests
+from hwtp.policy.prompt import Templates
+from hwtp.scoring.score import ScoreConfig, score
 
 pytestmark = pytest.mark.sim
 

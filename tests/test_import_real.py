@@ -11,11 +11,11 @@ import pytest
 
 from hwtp.corpus.importer import ImportConfig, Rejected, constant_outputs, examine
 from hwtp.corpus.sources import Candidate, Patterns, discover
-from hwtp.design import Clock, guess_controls, load_design
 from hwtp.errors import DesignError
-from hwtp.plan import parse_plan
-from hwtp.rtl import Port
-from hwtp.simulate import describe_mismatch
+from hwtp.plans.format import parse_plan
+from hwtp.rtl.design import Clock, guess_controls, load_design
+from hwtp.rtl.frontend import Port
+from hwtp.sim.simulate import describe_mismatch
 
 Run_ = Callable[..., tuple[int, str, str]]
 

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from hwtp.design import SourceFile
-from hwtp.learn.data import (
+from hwtp.mutators.mutantset import GOLDEN
+from hwtp.plans.format import extract_plan, to_data
+from hwtp.rtl.design import SourceFile
+from hwtp.training.learn.data import (
     DataConfig,
     diff_prompt,
     prepare_design,
@@ -25,9 +27,7 @@ from hwtp.learn.data import (
     short_rtl,
     weaken,
 )
-from hwtp.learn.stats import interval
-from hwtp.mutantset import GOLDEN
-from hwtp.plan import extract_plan, to_data
+from hwtp.training.learn.stats import interval
 
 RTL = """// a comment
 module m (
@@ -163,7 +163,7 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "grpo,grpo-smu,grpo-smu-dense",
     ]
     proc = subprocess.run(
-        [sys.executable, "-m", "hwtp.cli", *args], env=env, capture_output=True, text=True, timeout=1800
+        [sys.executable, "-m", "hwtp.cli.main", *args], env=env, capture_output=True, text=True, timeout=1800
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "| split | arm |" in proc.stdout
@@ -208,7 +208,7 @@ def test_learn_results_are_sane_and_the_report_shows_them(learned: Path, tmp_pat
     assert summary["before"]["n"] == 1 and summary["before"]["mean"] == run["before"]["held_out"]["detection"]
     assert (learned / results["picture"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = tmp_path / "report.html"
-    from hwtp.cli import main
+    from hwtp.cli.main import main
 
     assert main(["report", str(learned), "-o", str(page)]) == 0
     html = page.read_text()
@@ -217,7 +217,7 @@ def test_learn_results_are_sane_and_the_report_shows_them(learned: Path, tmp_pat
 
 
 def test_learn_refuses_bad_input_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hwtp.cli import main
+    from hwtp.cli.main import main
 
     pytest.importorskip("trl")
     assert main(["learn", "-o", str(tmp_path / "o")]) == 2
@@ -238,7 +238,7 @@ def test_learn_without_the_trl_extra_says_what_to_install(monkeypatch: pytest.Mo
     import importlib.util
 
     from hwtp.errors import ConfigError
-    from hwtp.learn import require_trainer
+    from hwtp.training.learn import require_trainer
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "trl" else real(name, *a))

@@ -1,4 +1,4 @@
-"""Tests of hwtp.llm.client (the OpenAI-compatible client) and hwtp.llm.cache (its response cache).
+"""Tests of hwtp.policy.llm.client (the OpenAI-compatible client) and hwtp.policy.llm.cache (its response cache).
 
 Most tests talk to the scripted server of tests/openai_server.py running as its own process;
 single functions (Retry-After parsing, backoff) are tested alone or over httpx.MockTransport.
@@ -24,10 +24,17 @@ import httpx
 import pytest
 
 from hwtp.errors import ConfigError, PolicyError
-from hwtp.llm.cache import ResponseCache, cache_key
-from hwtp.llm.chat import ChatRequest, ClientConfig, Completion, PartialCompletionsError, SamplingParams, redact_url
-from hwtp.llm.client import ChatClient, complete_many
-from hwtp.llm.retry import backoff_delay, parse_retry_after, retry_delay
+from hwtp.policy.llm.cache import ResponseCache, cache_key
+from hwtp.policy.llm.chat import (
+    ChatRequest,
+    ClientConfig,
+    Completion,
+    PartialCompletionsError,
+    SamplingParams,
+    redact_url,
+)
+from hwtp.policy.llm.client import ChatClient, complete_many
+from hwtp.policy.llm.retry import backoff_delay, parse_retry_after, retry_delay
 
 
 def _load_server_helpers() -> Any:
@@ -353,7 +360,7 @@ def test_refresh_bypasses_reads_but_writes(url: str, tmp_path: Path) -> None:
 
 def test_cache_is_safe_for_concurrent_processes(tmp_path: Path) -> None:
     code = (
-        "import sys\nfrom pathlib import Path\nfrom hwtp.llm.cache import ResponseCache\n"
+        "import sys\nfrom pathlib import Path\nfrom hwtp.policy.llm.cache import ResponseCache\n"
         "with ResponseCache(Path(sys.argv[1])) as c:\n"
         "    for i in range(300):\n"
         "        c.put(f'k{i}', {'writer': sys.argv[2], 'i': i})\n"
@@ -614,7 +621,8 @@ def test_a_huge_retry_after_is_capped_by_the_request_budget(url: str, caplog: py
         slept.append(seconds)
 
     cfg = config(url, request_timeout=3.0, max_retries=4)
-    with caplog.at_level("WARNING", logger="hwtp.llm.client"), pytest.raises(PolicyError, match="gave up after 5"):
+    logger = "hwtp.policy.llm.client"
+    with caplog.at_level("WARNING", logger=logger), pytest.raises(PolicyError, match="gave up after 5"):
         complete(cfg, sleep=sleep)
     assert len(slept) == 4 and sum(slept) <= 3.0 + 4 * cfg.backoff_max
     assert slept[0] == 3.0  # the whole budget at once: what the server asked for is longer

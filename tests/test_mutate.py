@@ -8,18 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import load_design, shipped_names
 from hwtp.errors import MutantError
-from hwtp.executors import base as executors_base
-from hwtp.executors.base import schemata_targets
-from hwtp.mutantset import GOLDEN
-from hwtp.plan import load_plan_file
-from hwtp.planset import PlanInput
-from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.mutantset import GOLDEN
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import load_plan_file
+from hwtp.rtl.design import load_design, shipped_names
+from hwtp.scoring.score import Outcome, ScoreConfig, score
 from hwtp.sim.backends import backend_names, get_backend
 from hwtp.sim.buildcache import ensure_build
+from hwtp.sim.executors import base as executors_base
+from hwtp.sim.executors.base import schemata_targets
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import run_job
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
@@ -353,8 +352,8 @@ def test_bare_systemverilog_lite_file_with_top(run_cli, tmp_path: Path, data_dir
 def test_token_swaps_that_change_precedence_are_rejected() -> None:
     """``q[7] ^ q[5] ^ q[4]`` with one ``^`` made ``|`` or ``&`` re-parses as another tree:
     its standalone text is not the mutation the schemata would simulate."""
-    from hwtp.design import SourceFile
     from hwtp.mutators.sites import find_sites
+    from hwtp.rtl.design import SourceFile
 
     text = (
         "module p(input [7:0] q, output fb, output y);\n  assign fb = q[7] ^ q[5] ^ q[4] ^ q[3];\n"

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 import hwtp.rewards as R
-from hwtp import mutantset, yamlio
-from hwtp import mutate as engine
-from hwtp.design import load_design
+from hwtp import yamlio
 from hwtp.errors import EXIT_TOOLCHAIN, ConfigError, InternalError
-from hwtp.executors.base import Target, schemata_targets
-from hwtp.mutantset import GOLDEN, SchemataPart, part_bounds, part_of, schemata_parts
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.mutantset import GOLDEN, SchemataPart, part_bounds, part_of, schemata_parts
 from hwtp.mutators.schemata import SELECTOR
-from hwtp.plan import load_plan_file, to_data
-from hwtp.planset import PlanInput
-from hwtp.score import ScoreConfig, score
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import load_plan_file, to_data
+from hwtp.rtl.design import load_design
+from hwtp.scoring.score import ScoreConfig, score
+from hwtp.sim.executors.base import Target, schemata_targets
 from hwtp.sim.wrapper import build_sources
 
 PART = "HWTP_SCHEMATA_PART"
@@ -26,7 +26,7 @@ PART = "HWTP_SCHEMATA_PART"
 
 def _tree(name: str, n: int | None, depth: int) -> mutantset.MutantSet:
     """Every candidate of ``n`` first-order sites and ``depth - 1`` levels of children, numbered
-    as :func:`hwtp.mutate.mutate` numbers valid mutants (no simulator)."""
+    as :func:`hwtp.mutators.engine.mutate` numbers valid mutants (no simulator)."""
     design = load_design(name)
     config = engine.MutationConfig(n=n, depth=depth, witness_cycles=0)
     pool = engine._find(design, config)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hwtp.design import Design, load_design
 from hwtp.errors import PlanError
-from hwtp.plan import extract_plan, json_schema, load_plan_file, parse_plan, to_data, validate
+from hwtp.plans.format import extract_plan, json_schema, load_plan_file, parse_plan, to_data, validate
+from hwtp.rtl.design import Design, load_design
 
 GOOD = """\
 reasoning: count five enabled cycles

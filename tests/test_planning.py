@@ -11,15 +11,14 @@ from typing import Any
 
 import pytest
 
-from hwtp import mutantset
-from hwtp import mutate as engine
-from hwtp.design import load_design, shipped_names
-from hwtp.mutantset import GOLDEN
-from hwtp.planning import plan_states, state_requests, write_plans
-from hwtp.planset import read_plans
-from hwtp.policy import RandomPolicy
-from hwtp.prompt import Templates
-from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.mutantset import GOLDEN
+from hwtp.plans.files import read_plans
+from hwtp.policy.planning import plan_states, state_requests, write_plans
+from hwtp.policy.policies import RandomPolicy
+from hwtp.policy.prompt import Templates
+from hwtp.rtl.design import load_design, shipped_names
+from hwtp.scoring.score import Outcome, ScoreConfig, score
 
 _spec = importlib.util.spec_from_file_location("hwtp_tests_llm_server_p", Path(__file__).with_name("llm_server.py"))
 assert _spec and _spec.loader

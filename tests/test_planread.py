@@ -1,12 +1,12 @@
-"""hwtp.planread: the fast plan reader gives what the old path gives, byte for byte.
+"""hwtp.plans.fastread: the fast plan reader gives what the old path gives, byte for byte.
 
-A reward is a function of what :func:`hwtp.score.prepare` makes of a completion: its plan
+A reward is a function of what :func:`hwtp.scoring.score.prepare` makes of a completion: its plan
 id (which completions simulate together) and either its error message or its harness ops
-and cycles (simulated on the states, then :func:`hwtp.score.assemble`). So every completion
+and cycles (simulated on the states, then :func:`hwtp.scoring.score.assemble`). So every completion
 of a large seeded random corpus (valid plans written many ways, near-valid ones, YAML 1.1
 edge scalars, tags, anchors, duplicate keys, several documents, JSON, fenced blocks, prose,
 garbage) is read twice, by the old path (``_plan_input`` without a reader: hwtp.yamlio and
-hwtp.plan) and with the reader, and the id, the error and the compiled ops must be equal.
+hwtp.plans.format) and with the reader, and the id, the error and the compiled ops must be equal.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hwtp import planread
-from hwtp.design import Design, load_design
-from hwtp.plan import CYCLE_LIMIT
+from hwtp.plans import fastread as planread
+from hwtp.plans.format import CYCLE_LIMIT
 from hwtp.rewards import core
 from hwtp.rewards.completion import _builtin_format, strip_trailing_special
-from hwtp.score import compile_input
+from hwtp.rtl.design import Design, load_design
+from hwtp.scoring.score import compile_input
 
 pytest.importorskip("ryml")
 pytest.importorskip("orjson")

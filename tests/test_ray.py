@@ -22,25 +22,25 @@ import pytest
 from serving import ServeProcess
 
 import hwtp.rewards as R
-from hwtp import run as loop
-from hwtp.design import load_design
 from hwtp.errors import HwtpError
-from hwtp.executors.base import schemata_targets
-from hwtp.executors.local import LocalExecutor
-from hwtp.mutantset import MutantSet, set_hash
-from hwtp.planning import plan_states
-from hwtp.planset import plan_input
-from hwtp.policy import PolicySpec, make_policy
-from hwtp.prompt import Templates
-from hwtp.runconfig import RunConfig
-from hwtp.score import ScoreConfig, prepare
+from hwtp.mutators.mutantset import MutantSet, set_hash
+from hwtp.plans.files import plan_input
+from hwtp.policy.planning import plan_states
+from hwtp.policy.policies import PolicySpec, make_policy
+from hwtp.policy.prompt import Templates
+from hwtp.rtl.design import load_design
+from hwtp.run import loop
+from hwtp.run.config import RunConfig
+from hwtp.run.store import DB_NAME, open_store
+from hwtp.scoring.score import ScoreConfig, prepare
+from hwtp.sim.executors.base import schemata_targets
+from hwtp.sim.executors.local import LocalExecutor
 from hwtp.sim.job import Limits
-from hwtp.store import DB_NAME, open_store
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'hwtp[ray]')")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-from hwtp.executors.ray import RayExecutor  # noqa: E402 - needs ray, skipped above
+from hwtp.sim.executors.ray import RayExecutor  # noqa: E402 - needs ray, skipped above
 
 pytestmark = [pytest.mark.sim, pytest.mark.ray]
 

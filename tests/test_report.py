@@ -28,7 +28,7 @@ import pytest
 import websocket
 from PIL import Image
 
-from hwtp import run as loop
+from hwtp.run import loop
 
 Run_ = Callable[..., tuple[int, str, str]]
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ import pytest
 
 import hwtp.rewards as R
 from hwtp.errors import PlanError, RewardError
-from hwtp.plan import extract_plan
+from hwtp.plans.format import extract_plan
 from hwtp.rewards.completion import cut_prompt, response_text, strip_trailing_special
 from hwtp.sim import warm
 
@@ -70,7 +70,7 @@ def test_trailing_special_tokens_and_prompt_cut() -> None:
 
 
 def test_prompt_example_plan_is_never_a_plan() -> None:
-    from hwtp.prompt import Templates
+    from hwtp.policy.prompt import Templates
 
     fmt = Templates.load().format
     assert extract_plan(fmt).tests[0].name == "counts_when_enabled"  # extraction alone would take it
@@ -143,7 +143,7 @@ def _corrupt(completion: str, design: str) -> list[str]:
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``hwtp run`` of two designs (random policy) with trainer exports, and ``hwtp score``'s
     rewards of its plans plus corrupted ones, per (design, completion, state)."""
-    from hwtp.cli import main
+    from hwtp.cli.main import main
 
     root = tmp_path_factory.mktemp("rewards")
     out = root / "run"

@@ -9,12 +9,12 @@ import memory_model as model
 import pytest
 
 from hwtp.errors import RewardError
-from hwtp.executors.memory import MemoryExecutor
-from hwtp.mutantset import GOLDEN, MutantSet
-from hwtp.plan import parse_plan
-from hwtp.planset import PlanInput
+from hwtp.mutators.mutantset import GOLDEN, MutantSet
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import parse_plan
 from hwtp.rewards import Scorer, Settings
-from hwtp.score import ScoreConfig, score
+from hwtp.scoring.score import ScoreConfig, score
+from hwtp.sim.executors.memory import MemoryExecutor
 
 
 def _truth(mutant_set: MutantSet, state: str) -> dict[str, str]:

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from tables import table
 
-from hwtp.run import summary
-from hwtp.runconfig import RunConfig
-from hwtp.score import Outcome, RewardLevels, SampleResult, Scores
-from hwtp.store import DB_NAME, DesignRow, StateRow, open_store
+from hwtp.run.config import RunConfig
+from hwtp.run.loop import summary
+from hwtp.run.store import DB_NAME, DesignRow, StateRow, open_store
+from hwtp.scoring.score import Outcome, RewardLevels, SampleResult, Scores
 
 DESIGNS = ("adder_carry", "counter_en_load", "gray_converter")
 ARGS = ("--states", "3", "-G", "4", "--witness-cycles", "200", "-j", "1", "--seed", "1")
@@ -305,7 +305,7 @@ def test_relative_run_folder_and_cache_as_a_new_user_types_them(
 
 def test_summary_golden_pass_rate_is_the_scorers(tmp_path: Path) -> None:
     """A plan that passed on golden and then timed out on its mutant passed golden: the run's
-    summary and ``hwtp score`` count it alike (one definition, in hwtp.score)."""
+    summary and ``hwtp score`` count it alike (one definition, in hwtp.scoring.score)."""
     samples = [
         SampleResult("golden-s00", "golden", Outcome.PASSED, 1.0, None, 1.0),
         SampleResult("m0001-s00", "m0001", Outcome.TIMEOUT, 1.0, {"golden": "pass", "reason": "exceeded 3 s"}, 2.0),

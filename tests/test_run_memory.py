@@ -10,14 +10,14 @@ import memory_model as model
 import pytest
 
 from hwtp.errors import SimulationError
-from hwtp.executors.memory import MemoryExecutor
-from hwtp.mutantset import GOLDEN, MutantSet
-from hwtp.planset import Generated, PlanRecord
-from hwtp.run import score_stage
-from hwtp.runconfig import RunConfig
+from hwtp.mutators.mutantset import GOLDEN, MutantSet
+from hwtp.plans.files import Generated, PlanRecord
+from hwtp.run.config import RunConfig
+from hwtp.run.loop import score_stage
+from hwtp.run.store import DesignRow, PlanRow, StateRow, Store, open_store
+from hwtp.sim.executors.memory import MemoryExecutor
 from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import EvalResult
-from hwtp.store import DesignRow, PlanRow, StateRow, Store, open_store
 
 PLANS = {GOLDEN: model.plan((1, 1, 2)), "m0001": model.plan((0, 0, 0)), "m0002": model.plan((1, 1, 2))}
 

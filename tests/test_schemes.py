@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 import hwtp.rewards as R
-from hwtp.advantage import PRESETS, advantage_records, preset, summarize
 from hwtp.errors import ConfigError
-from hwtp.planset import PlanInput
-from hwtp.scheme import INCREMENTAL, KILL_FRACTION, SMU, Reference, RewardScheme, recorded_scheme
-from hwtp.score import Outcome, Prepared, RewardLevels, assemble
+from hwtp.plans.files import PlanInput
+from hwtp.scoring.scheme import INCREMENTAL, KILL_FRACTION, SMU, Reference, RewardScheme, recorded_scheme
+from hwtp.scoring.score import Outcome, Prepared, RewardLevels, assemble
 from hwtp.sim.runner import EvalResult, EvalStatus
+from hwtp.training.advantage import PRESETS, advantage_records, preset, summarize
 
 K = ("m1", "m2", "m3", "m4")
 LEVELS = RewardLevels()
@@ -44,7 +44,7 @@ def evaluations(plan: str, golden: str, killed: set[str], unfinished: set[str] =
 
 
 def worked_example(scheme: RewardScheme) -> dict[str, Any]:
-    """docs/rewards.md's worked example, assembled as hwtp.score assembles any samples."""
+    """docs/rewards.md's worked example, assembled as hwtp.scoring.score assembles any samples."""
     results: dict[str, EvalResult] = {}
     results |= evaluations("B", "fail", set())
     results |= evaluations("C", "pass", {"m1"})
@@ -183,8 +183,8 @@ DESIGN = "counter_en_load"
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``hwtp mutate counter_en_load -n 8`` and ``hwtp plan -G 3`` (random policy), as the smu fixture was made."""
-    from hwtp.cli import main
-    from hwtp.mutantset import load, set_hash
+    from hwtp.cli.main import main
+    from hwtp.mutators.mutantset import load, set_hash
 
     root = tmp_path_factory.mktemp("schemes")
     assert main(["mutate", DESIGN, "-n", "8", "--seed", "0", "-o", str(root / "m")]) == 0

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from hwtp.design import SourceFile, load_design, shipped_names
 from hwtp.errors import SimulationError
-from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan
-from hwtp.planset import PlanInput, read_plans
-from hwtp.score import Outcome, SampleResult, ScoreConfig, rates, score
+from hwtp.plans.files import PlanInput, read_plans
+from hwtp.plans.format import Plan, Step, TestCase, load_plan_file, parse_plan
+from hwtp.plans.values import Value
+from hwtp.rtl.design import SourceFile, load_design, shipped_names
+from hwtp.scoring.score import Outcome, SampleResult, ScoreConfig, rates, score
 from hwtp.sim import job as job_format
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
 from hwtp.sim.runner import run_job
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
-from hwtp.values import Value
 
 pytestmark = pytest.mark.sim
 
@@ -138,7 +138,7 @@ def test_score_cli_plans_from_stdin_and_bad_plans(
 
 
 def test_states_are_chosen_by_one_rule_for_score_and_plan(mutated: Any) -> None:
-    from hwtp.commands.plan import resolve_states
+    from hwtp.cli.commands.plan import resolve_states
     from hwtp.errors import ConfigError
 
     mutant_set = mutated("adder_carry")

@@ -1,4 +1,4 @@
-"""``hwtp.score`` on the in-memory executor: the scoring logic without Verilator, against a
+"""``hwtp.scoring.score`` on the in-memory executor: the scoring logic without Verilator, against a
 Python model of a tiny design (tests/memory_model.py)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import memory_model as model
 import pytest
 
 from hwtp.errors import MutantError
-from hwtp.executors.base import schemata_targets
-from hwtp.executors.memory import MemoryExecutor
-from hwtp.mutantset import GOLDEN
-from hwtp.plan import parse_plan
-from hwtp.planset import PlanInput
-from hwtp.scheme import RewardScheme
-from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.mutators.mutantset import GOLDEN
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import parse_plan
+from hwtp.scoring.scheme import RewardScheme
+from hwtp.scoring.score import Outcome, ScoreConfig, score
+from hwtp.sim.executors.base import schemata_targets
+from hwtp.sim.executors.memory import MemoryExecutor
 from hwtp.sim.job import Evaluation, Limits
 
 STATES = (GOLDEN, "m0001", "m0002", "m0003", "m0004")

@@ -89,7 +89,7 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [HWTP, "mutate", DESIGN, "-n", "4", "-o", str(mutdir)], cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    from hwtp.mutantset import load, set_hash
+    from hwtp.mutators.mutantset import load, set_hash
 
     mutant_set = load(mutdir)
     ids = [m.id for m in mutant_set.valid]
@@ -450,7 +450,7 @@ def test_sigterm_finishes_accepted_requests(states: dict[str, Any]) -> None:
 
 
 def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from hwtp.commands import serve as command
+    from hwtp.cli.commands import serve as command
     from hwtp.errors import ConfigError
 
     real = command.importlib.util.find_spec
@@ -466,8 +466,8 @@ def test_admission_hands_slots_over_in_order() -> None:
     up leaves the queue; slots return when every holder is done."""
     import asyncio
 
-    from hwtp.serve.limits import Admission, Busy
-    from hwtp.serve.metrics import Metrics
+    from hwtp.training.serve.limits import Admission, Busy
+    from hwtp.training.serve.metrics import Metrics
 
     async def scenario() -> list[str]:
         metrics = Metrics()
@@ -498,7 +498,7 @@ def test_admission_hands_slots_over_in_order() -> None:
 
 
 def test_percentiles() -> None:
-    from hwtp.serve.metrics import percentile
+    from hwtp.training.serve.metrics import percentile
 
     values = [float(v) for v in range(1, 101)]
     assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50.0, 95.0, 99.0)

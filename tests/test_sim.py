@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from hwtp.design import Design, SourceFile, load_design, shipped_names
-from hwtp.plan import Plan, Step, TestCase, load_plan_file, parse_plan, validate
+from hwtp.plans.format import Plan, Step, TestCase, load_plan_file, parse_plan, validate
+from hwtp.plans.values import Value
+from hwtp.rtl.design import Design, SourceFile, load_design, shipped_names
 from hwtp.sim.backends import NO_OPTIONS, BuildOptions, backend_names, get_backend
 from hwtp.sim.buildcache import build_key, ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
 from hwtp.sim.runner import EvalResult, run_job
+from hwtp.sim.simulate import simulate
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
-from hwtp.simulate import simulate
-from hwtp.values import Value
 
 pytestmark = pytest.mark.sim
 

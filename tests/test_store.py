@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from hwtp.errors import StoreError
-from hwtp.planset import PlanRecord
-from hwtp.score import Outcome, SampleResult
+from hwtp.plans.files import PlanRecord
+from hwtp.run.store import DB_NAME, AdvantageRow, DesignRow, PlanRow, StateRow, open_store
+from hwtp.scoring.score import Outcome, SampleResult
 from hwtp.sim.runner import EvalResult, EvalStatus
-from hwtp.store import DB_NAME, AdvantageRow, DesignRow, PlanRow, StateRow, open_store
 
 HWTP = shutil.which("hwtp") or str(Path(sys.executable).with_name("hwtp"))
 

@@ -25,7 +25,7 @@ from serving import ServeProcess
 import hwtp.rewards as R
 import hwtp.rewards.entry as entry
 from hwtp.errors import RewardError
-from hwtp.serve.limits import REQUEST_TIMEOUT_S, ServeLimits
+from hwtp.training.serve.limits import REQUEST_TIMEOUT_S, ServeLimits
 
 pytestmark = [
     pytest.mark.trainer,

@@ -25,8 +25,8 @@ import pytest
 from runs import DESIGNS, small_run
 
 import hwtp.rewards as R
-from hwtp.advantage import advantage_records, preset
 from hwtp.errors import ConfigError
+from hwtp.training.advantage import advantage_records, preset
 
 pytestmark = [
     pytest.mark.trainer,

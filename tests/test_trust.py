@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hwtp.design import SourceFile, check_trusted, load_design
 from hwtp.errors import DesignError
-from hwtp.rtl import BuildOptions
-from hwtp.trust import scan
+from hwtp.rtl.design import SourceFile, check_trusted, load_design
+from hwtp.rtl.frontend import BuildOptions
+from hwtp.rtl.trust import scan
 
 Run = Callable[..., tuple[int, str, str]]
 HEAD = "module t(input wire [3:0] a, output wire [3:0] y);\n  assign y = a;\n"
@@ -154,7 +154,7 @@ def test_build_arguments_that_bring_code_in_are_refused(tmp_path: Path, args: tu
 def test_the_build_key_holds_what_the_preprocessor_read(tmp_path: Path) -> None:
     """A file a build reads through its arguments (``-v lib.v``) is in its key: changing it is
     a new build, never a stale "cached build" (which a key of the sources alone gave)."""
-    from hwtp import trust
+    from hwtp.rtl import trust
     from hwtp.sim.backends import get_backend
 
     lib = tmp_path / "lib.v"

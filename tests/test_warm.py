@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from hwtp.design import load_design
 from hwtp.errors import DesignError, SimulationError
-from hwtp.plan import extract_plan, load_plan_file, parse_plan
-from hwtp.planset import PlanInput
-from hwtp.policy import PlanRequest, RandomPolicy
-from hwtp.score import ScoreConfig, prepare, run_evaluations, schemata_build
+from hwtp.mutators.stimulus import StimulusConfig
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import extract_plan, load_plan_file, parse_plan
+from hwtp.policy.policies import PlanRequest, RandomPolicy
+from hwtp.rtl.design import load_design
+from hwtp.scoring.score import ScoreConfig, prepare, run_evaluations, schemata_build
 from hwtp.sim import procs
 from hwtp.sim.job import Evaluation, Limits, compile_plan
 from hwtp.sim.runner import EvalResult
 from hwtp.sim.warm import Budget, WarmPool, budget_for, close_all, pool_for, pools
-from hwtp.stimulus import StimulusConfig
 
 pytestmark = pytest.mark.sim
 

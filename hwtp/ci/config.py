@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from hwtp import yamlio
-from hwtp.design import (
+from hwtp.errors import ConfigError, DesignError
+from hwtp.rtl.design import (
     Clock,
     ControlError,
     Design,
@@ -49,8 +50,7 @@ from hwtp.design import (
     load_design,
     reset_from,
 )
-from hwtp.errors import ConfigError, DesignError
-from hwtp.rtl import elaborate, included_files, module_names
+from hwtp.rtl.frontend import elaborate, included_files, module_names
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, backend_names
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -60,7 +60,7 @@ TIMEOUTS_AS = ("excluded", "killed", "survived")
 FORMAL = ("auto", "on", "off")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
-    # "run" is hwtp run's section of the same file (hwtp.runconfig); hwtp ci leaves it alone.
+    # "run" is hwtp run's section of the same file (hwtp.run.config); hwtp ci leaves it alone.
     (): ("design", "tests", "build", "mutation", "timeout", "jobs", "min_score", "shared", "timeouts_as", "diagnose",
          "run"),
     ("design",): ("folder", "sources", "top", "clock", "reset"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pyslang
 
-from hwtp.rtl import BuildOptions, SourceFile, compile_top, module_declarations, parse
+from hwtp.rtl.frontend import BuildOptions, SourceFile, compile_top, module_declarations, parse
 
 Span = tuple[str, int, int]  # (file, start offset, end offset)
 

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from hwtp.design import MANIFEST, Design, clocking_problem, edge_signals
 from hwtp.errors import DesignError, PlanError
-from hwtp.plan import Plan, Step, load_plan_file, validate
+from hwtp.plans.format import Plan, Step, load_plan_file, validate
+from hwtp.plans.values import Value
+from hwtp.rtl.design import MANIFEST, Design, clocking_problem, edge_signals
 from hwtp.sim.job import Job
-from hwtp.values import Value
 
 _SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _COMMENT_WIDTH = 96

@@ -1,6 +1,6 @@
 """``hwtp ci``: mutation-test an existing cocotb testbench, and gate CI on its score.
 
-The design's mutants (:func:`hwtp.mutate.mutate`) are compiled once, as mutant schemata, with
+The design's mutants (:func:`hwtp.mutators.engine.mutate`) are compiled once, as mutant schemata, with
 the user's own top module. The user's cocotb tests then run unchanged: first on golden
 (``+hwtp_mutant=0``; if they fail there, nothing else is run), then once per mutant: many
 mutants per simulator process when that is sound (:mod:`hwtp.ci.shared` checks it), else each
@@ -14,7 +14,7 @@ crashes or writes no results is *error*: both are indeterminate, neither killed 
     survived:           score = killed / (valid - equivalent - not_elaborated - error)
 
 *equivalent* mutants are proved so (by construction, or by the Yosys miter of
-:mod:`hwtp.formal` with ``formal`` on); *not_elaborated* ones sit in code the configured
+:mod:`hwtp.mutators.formal` with ``formal`` on); *not_elaborated* ones sit in code the configured
 parameters never elaborate (:mod:`hwtp.ci.elaborated`): neither is run.
 
 ``shard=(i, n)`` runs the i-th of n deterministic slices of the valid mutants (every n-th,
@@ -31,22 +31,21 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from hwtp import mutantset
-from hwtp import mutate as engine
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
 from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, fields, summarize
 from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants, run_once
-from hwtp.design import Design, clock_candidates, edge_signals
 from hwtp.errors import EXIT_INPUT, DesignError, HwtpError, ToolchainError
-from hwtp.formal import yosys as formal_yosys
-from hwtp.formal.classify import FormalConfig
-from hwtp.formal.classify import check as formal_check
-from hwtp.formal.miter import Bounds
-from hwtp.mutantset import MutantClass, MutantStatus
+from hwtp.mutators import engine, mutantset
+from hwtp.mutators.formal import yosys as formal_yosys
+from hwtp.mutators.formal.classify import FormalConfig
+from hwtp.mutators.formal.classify import check as formal_check
+from hwtp.mutators.formal.miter import Bounds
+from hwtp.mutators.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.probes import Coverage
+from hwtp.rtl.design import Design, clock_candidates, edge_signals
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import Build, ensure_generated
@@ -394,7 +393,7 @@ def _mutant_result(mutant_set: mutantset.MutantSet, m: mutantset.Mutant, run: Ru
 
 def _build(mutant_set: mutantset.MutantSet, config: CiConfig, cache_root: Path | None,
            note: Callable[[str], None] | None) -> tuple[list[tuple[Build, frozenset[int]]], dict[int, Coverage] | None]:
-    """The schemata builds the tests run on (:func:`hwtp.mutantset.schemata_parts`; each with the
+    """The schemata builds the tests run on (:func:`hwtp.mutators.mutantset.schemata_parts`; each with the
     selector values it holds, the first one runs golden): with activation probes when the run is
     diagnosed (:mod:`hwtp.mutators.probes`), and how each mutant's activation is measured; the
     plain schemata (and None) when not diagnosed or when the probed sources do not build (said
@@ -432,7 +431,7 @@ def _not_elaborated(mutant_set: mutantset.MutantSet, design: Design, config: CiC
 
 def _prove_survivors(results: tuple[MutantResult, ...], mutant_set: mutantset.MutantSet, config: CiConfig,
                      note: Callable[[str], None] | None) -> tuple[MutantResult, ...]:
-    """Survivors that the Yosys miter (:mod:`hwtp.formal`) proves equivalent to golden become
+    """Survivors that the Yosys miter (:mod:`hwtp.mutators.formal`) proves equivalent to golden become
     ``equivalent``: no test could kill them, so they are out of the score and never "weak
     stimulus". Only survivors are checked (a killed mutant is no equivalent). ``formal``: off;
     auto (when Yosys is installed); on (Yosys required)."""

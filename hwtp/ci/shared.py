@@ -49,9 +49,9 @@ from hwtp.ci.runs import (
     run_tests,
     working_folder,
 )
-from hwtp.design import Design, SourceFile
 from hwtp.mutators.schemata import PLUSARG
-from hwtp.rtl import NO_OPTIONS, BuildOptions, compile_top, module_declarations, parse
+from hwtp.rtl.design import Design, SourceFile
+from hwtp.rtl.frontend import NO_OPTIONS, BuildOptions, compile_top, module_declarations, parse
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.runner import EvalStatus, log_tail

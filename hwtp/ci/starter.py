@@ -21,9 +21,9 @@ from hwtp.ci.detected import Detected, module_folder
 from hwtp.ci.makefile import read_makefile
 from hwtp.ci.runnerscript import is_runner_script, read_runner_script
 from hwtp.config import CONFIG_NAME
-from hwtp.design import Clock, Reset, SourceFile, clock_candidates, edge_signals, guess_controls
 from hwtp.errors import ConfigError, DesignError
-from hwtp.rtl import BuildOptions, elaborate, included_files, top_modules
+from hwtp.rtl.design import Clock, Reset, SourceFile, clock_candidates, edge_signals, guess_controls
+from hwtp.rtl.frontend import BuildOptions, elaborate, included_files, top_modules
 
 _SKIP_DIRS = {"sim_build", "build", "__pycache__", "node_modules", "venv", "site-packages", "dist"}
 _MAX_FILES = 2000

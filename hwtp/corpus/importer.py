@@ -1,14 +1,14 @@
 """``hwtp designs import``: candidates (:mod:`hwtp.corpus.sources`) checked and written as designs.
 
 Each candidate is first examined in this thread (pyslang, milliseconds): read, parsed, its top
-module found (``hwtp.rtl.top_modules``; several tops: the one named like the design, else a
+module found (``hwtp.rtl.frontend.top_modules``; several tops: the one named like the design, else a
 rejection), its ports elaborated (no output: rejected), its clock and reset taken from the
-overrides or guessed (``hwtp.design.guess_controls``), its system calls refused like any
+overrides or guessed (``hwtp.rtl.design.guess_controls``), its system calls refused like any
 untrusted design's. Identical RTL (:func:`hwtp.corpus.splits.content_identity`) is imported
 once; later copies are duplicates. The survivors are verified in parallel (``jobs`` threads,
-each driving its own simulator processes): the offline policy (``hwtp.policy.make_policy``,
+each driving its own simulator processes): the offline policy (``hwtp.policy.policies.make_policy``,
 ``random``) writes a reference plan whose expectations come from golden, and that plan is
-scored on golden (``hwtp.score``) and must pass; a build failure, a golden simulation that
+scored on golden (``hwtp.scoring.score``) and must pass; a build failure, a golden simulation that
 fails, or outputs the reference stimulus never changes (unobservable) reject the design.
 
 A design is written to a private folder renamed into place, so DESIGNS_DIR never holds half a
@@ -35,7 +35,13 @@ from typing import Any
 from hwtp import yamlio
 from hwtp.corpus.sources import Candidate
 from hwtp.corpus.splits import content_identity
-from hwtp.design import (
+from hwtp.errors import ConfigError, DesignError, HwtpError
+from hwtp.mutators.mutantset import GOLDEN, MutantSet
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import Plan, extract_plan, to_data
+from hwtp.plans.values import Value
+from hwtp.policy.policies import PlanRequest, PolicySpec, make_policy
+from hwtp.rtl.design import (
     MANIFEST,
     Clock,
     ControlError,
@@ -49,17 +55,11 @@ from hwtp.design import (
     load_design,
     reset_from,
 )
-from hwtp.errors import ConfigError, DesignError, HwtpError
-from hwtp.executors.base import Executor
-from hwtp.mutantset import GOLDEN, MutantSet
-from hwtp.plan import Plan, extract_plan, to_data
-from hwtp.planset import PlanInput
-from hwtp.policy import PlanRequest, PolicySpec, make_policy
-from hwtp.rtl import SourceFile, check_syntax, elaborate, top_modules
-from hwtp.score import Outcome, ScoreConfig, score
+from hwtp.rtl.frontend import SourceFile, check_syntax, elaborate, top_modules
+from hwtp.scoring.score import Outcome, ScoreConfig, score
 from hwtp.sim import procs
-from hwtp.simulate import describe_mismatch
-from hwtp.values import Value
+from hwtp.sim.executors.base import Executor
+from hwtp.sim.simulate import describe_mismatch
 
 SUMMARY = "import.json"
 SUMMARY_VERSION = 1
@@ -177,7 +177,7 @@ def _source_names(paths: Sequence[Path]) -> list[str]:
 def _controls(candidate: Candidate, ports: Any, sources: Sequence[SourceFile]) -> tuple[Clock | None, Reset | None]:
     """Clock and reset: the manifest's, else guessed from names (any case) and from use
     (``posedge x``). A design with an edge on an input that is not its clock (several clocks,
-    or a clock not set) is refused (:func:`hwtp.design.clocking_problem`): driving a clock as
+    or a clock not set) is refused (:func:`hwtp.rtl.design.clocking_problem`): driving a clock as
     random data would import a clocked design as combinational."""
     edges = edge_signals(sources)
     guessed_clock, guessed_reset = guess_controls(ports, edges)

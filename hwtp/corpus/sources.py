@@ -51,7 +51,7 @@ _MANIFEST_FIELDS = {
 @dataclass(frozen=True)
 class Candidate:
     """One design to import: where it came from, its RTL and spec, and its overrides
-    (``clock``/``reset``: None to guess, ``"none"`` for none, else ``hwtp.design.clock_from``'s
+    (``clock``/``reset``: None to guess, ``"none"`` for none, else ``hwtp.rtl.design.clock_from``'s
     and ``reset_from``'s mapping)."""
 
     name: str

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hwtp.design import Design, designs_in, load_design
 from hwtp.errors import ConfigError
+from hwtp.rtl.design import Design, designs_in, load_design
 
 SPLITS = ("train", "validation", "test")
 SPLITS_JSON = "splits.json"

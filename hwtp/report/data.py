@@ -1,9 +1,9 @@
 """What ``hwtp report`` shows, gathered from its sources into plain records.
 
-A source is a run folder (read through :mod:`hwtp.store` and the mutant sets beside it), a
+A source is a run folder (read through :mod:`hwtp.run.store` and the mutant sets beside it), a
 scores JSON written by ``hwtp score --json`` (one document or a list), or a ``hwtp ci --json``
 report. Every number is computed by the module that owns it: golden pass and detection rates
-by :mod:`hwtp.score`, advantages and zero-advantage shares by :mod:`hwtp.advantage`;
+by :mod:`hwtp.scoring.score`, advantages and zero-advantage shares by :mod:`hwtp.training.advantage`;
 this module only counts and sorts. What a source does not hold is ``None`` (the page says
 "not recorded").
 """
@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from hwtp import mutantset
-from hwtp import run as loop
-from hwtp.advantage import AdvantageConfig, advantage_records, preset, summarize
 from hwtp.errors import ConfigError
-from hwtp.mutantset import GOLDEN
+from hwtp.mutators import mutantset
 from hwtp.mutators.base import family_of
-from hwtp.score import Outcome, SampleResult, rates
-from hwtp.store import DB_NAME, open_store
+from hwtp.mutators.mutantset import GOLDEN
+from hwtp.run import loop
+from hwtp.run.store import DB_NAME, open_store
+from hwtp.scoring.score import Outcome, SampleResult, rates
+from hwtp.training.advantage import AdvantageConfig, advantage_records, preset, summarize
 
 #: The order outcomes are listed and coloured in (the kill matrix's legend).
 OUTCOME_ORDER = tuple(o.value for o in Outcome)
@@ -145,7 +145,7 @@ LEARN_RESULTS = "results.json"
 
 def learn_view(folder: Path) -> LearnView:
     """The view of an ``hwtp learn -o FOLDER``."""
-    from hwtp.learn.report import rows, table
+    from hwtp.training.learn.report import rows, table
 
     path = folder / LEARN_RESULTS
     try:

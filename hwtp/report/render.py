@@ -93,7 +93,7 @@ def _ci_context(view: CiView) -> dict[str, Any]:
 
 
 def _learn_context(view: LearnView) -> dict[str, Any]:
-    from hwtp.learn.plot import svg
+    from hwtp.training.learn.plot import svg
 
     if not view.results["runs"]:
         return {"learn_chart": None}

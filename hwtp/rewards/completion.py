@@ -3,7 +3,7 @@
 Trainers hand over the response alone (TRL, verl) or the prompt and the response in one
 string with special tokens kept (OpenRLHF). :func:`response_text` cuts the prompt when it
 is there and the end-of-sequence tokens that trail the answer; :func:`strip_examples`
-removes the example plan that hwtp's own prompt prints (``hwtp/templates/format.md``, or a
+removes the example plan that hwtp's own prompt prints (``hwtp/policy/templates/format.md``, or a
 custom template's example when the prompt is given), and :func:`is_example` refuses a plan
 equal to it: echoing the prompt is never a plan. Completions are data: they are only cut,
 searched and parsed, never executed or interpolated.
@@ -16,10 +16,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hwtp import planread, yamlio
+from hwtp import yamlio
 from hwtp.errors import PlanError
-from hwtp.plan import Plan, TestCase, plan_from_data
-from hwtp.prompt import Templates
+from hwtp.plans import fastread as planread
+from hwtp.plans.format import Plan, TestCase, plan_from_data
+from hwtp.policy.prompt import Templates
 
 # Special tokens that end a turn or a sequence: <|im_end|>, <|eot_id|>, <|endoftext|>, <|end|>...,
 # </s>, <eos>, <end_of_turn>, <pad>, DeepSeek's <｜end▁of▁sentence｜>; only trailing ones are cut.
@@ -147,7 +148,7 @@ def strip_examples(text: str, prompt: str | None = None) -> str:
 
 @functools.lru_cache(maxsize=256)
 def example_keys(prompt: str | None = None) -> frozenset[str]:
-    """The :func:`hwtp.planread.plan_key` of each example plan of the prompt (:func:`examples`)."""
+    """The :func:`hwtp.plans.fastread.plan_key` of each example plan of the prompt (:func:`examples`)."""
     return planread.example_keys(examples(prompt)[1])
 
 

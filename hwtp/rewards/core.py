@@ -1,19 +1,19 @@
 """The batched reward core: (ground truth, completion) pairs to rewards, as ``hwtp score`` gives them.
 
 Work is grouped per (design, mutant set): each group's completions become plans (the
-response only: :class:`hwtp.planread.Reader` compiles them in one pass, and what it cannot
-decide exactly :func:`hwtp.plan.extract_plan` reads), tied to their state, a chunk handed to
+response only: :class:`hwtp.plans.fastread.Reader` compiles them in one pass, and what it cannot
+decide exactly :func:`hwtp.plans.format.extract_plan` reads), tied to their state, a chunk handed to
 the workers while the next is read, and go through the scoring path of ``hwtp score``
-(:func:`hwtp.score.prepare`, the evaluations, :func:`hwtp.score.assemble`), so a plan gets
+(:func:`hwtp.scoring.score.prepare`, the evaluations, :func:`hwtp.scoring.score.assemble`), so a plan gets
 the same reward here as from ``hwtp score`` on the same state. Identical completions for one
 state are simulated once. An invalid plan earns the invalid level (outcome ``invalid``, the
 reason in ``detail``); a timeout or error is indeterminate: reward None, never a number a
-trainer would learn from. The reward scheme (:mod:`hwtp.scheme`) is the configured one; an
+trainer would learn from. The reward scheme (:mod:`hwtp.scoring.scheme`) is the configured one; an
 incremental scheme's reference kills are simulated once per mutant set and reference.
 
 A :class:`Scorer`, made from a :class:`Settings` value, owns everything scoring keeps (its
 mutant-set registry, schemata targets, plan readers, reference kills) and its executor
-(:mod:`hwtp.executors`: warm pools here, or Ray actors), through which every simulation
+(:mod:`hwtp.sim.executors`: warm pools here, or Ray actors), through which every simulation
 goes. The module-level functions (:func:`score_completions`, the trainer adapters,
 ``hwtp serve``) use the default scorer, made on first use; :func:`configure`, :func:`reset`
 and :func:`settings` change, drop and read it.
@@ -31,17 +31,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hwtp import env, planread
+from hwtp import env
 from hwtp.errors import ConfigError, PlanError, RewardError
-from hwtp.executors.base import EXECUTORS, Executor, Schemata, schemata_targets
-from hwtp.executors.choice import make_executor
-from hwtp.mutantset import GOLDEN, MutantClass, MutantSet
-from hwtp.plan import extract_plan, to_data
-from hwtp.planset import PlanInput
+from hwtp.mutators.mutantset import GOLDEN, MutantClass, MutantSet
+from hwtp.plans import fastread as planread
+from hwtp.plans.files import PlanInput
+from hwtp.plans.format import extract_plan, to_data
 from hwtp.rewards.completion import example_keys, is_example, response_text
 from hwtp.rewards.registry import Registry
 from hwtp.rewards.truth import GroundTruth, GroundTruthLike, parse_truth
-from hwtp.scheme import (
+from hwtp.scoring.scheme import (
     INCREMENTAL,
     Reference,
     RewardScheme,
@@ -53,7 +52,7 @@ from hwtp.scheme import (
     reference_kills,
     targets,
 )
-from hwtp.score import (
+from hwtp.scoring.score import (
     INDETERMINATE,
     Prepared,
     RewardLevels,
@@ -63,6 +62,8 @@ from hwtp.score import (
     ceiling,
     prepare,
 )
+from hwtp.sim.executors.base import EXECUTORS, Executor, Schemata, schemata_targets
+from hwtp.sim.executors.choice import make_executor
 from hwtp.sim.job import Limits
 from hwtp.yamlio import clean_text
 
@@ -79,7 +80,7 @@ class RewardResult:
     design: str
     state: str
     ceiling: float | None = None  # the best reward attainable on this state
-    scheme: str = "smu"  # the reward scheme that computed it (hwtp.scheme)
+    scheme: str = "smu"  # the reward scheme that computed it (hwtp.scoring.scheme)
 
     @property
     def indeterminate(self) -> bool:
@@ -127,7 +128,7 @@ class Settings:
     ray_cpus: float | None = None  # CPUs per Ray actor (None: 1)
     ray_chunk: int | None = None  # evaluations per Ray actor call (None: 64)
     scheme: str | None = None  # None: $HWTP_REWARD_SCHEME, else smu
-    penalty: float | None = None  # incremental; None: $HWTP_REWARD_PENALTY, else hwtp.scheme.DEFAULT_PENALTY
+    penalty: float | None = None  # incremental; None: $HWTP_REWARD_PENALTY, else hwtp.scoring.scheme.DEFAULT_PENALTY
     reference: Path | None = None  # incremental; None: $HWTP_REWARD_REFERENCE, else the mutant set's run folder
 
     def folders(self) -> tuple[Path, ...]:
@@ -307,7 +308,7 @@ class Scorer:
 
     def executor_stats(self) -> dict[str, Any]:
         """Where simulations run (``name``) and, once the executor is in use, its counters
-        (:meth:`hwtp.executors.ray.RayExecutor.snapshot` for Ray)."""
+        (:meth:`hwtp.sim.executors.ray.RayExecutor.snapshot` for Ray)."""
         current = self._executor
         if current is None:
             return {"name": self._settings.executor_name()}
@@ -540,7 +541,7 @@ _CHUNK = 16
 def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Reader | None = None) -> PlanInput:
     """The plan of one completion, or an invalid input with the reason: whatever the completion
     holds (not text, not Unicode, a plan that does not parse), it costs only its own reward.
-    ``reader``: the fast reader of the design the plan is scored on (:mod:`hwtp.planread`);
+    ``reader``: the fast reader of the design the plan is scored on (:mod:`hwtp.plans.fastread`);
     what it cannot decide, and every completion without one, takes the path below, which
     writes the located messages."""
     if not isinstance(text, str):

@@ -2,10 +2,10 @@
 
 Trainers normalise rewards per prompt (one state). GRPO-SMu groups every completion of a
 design's diversified state set, with each reward first divided by its state's ceiling (the
-relative-ceiling rule of :mod:`hwtp.advantage`). Both hooks below compute exactly what
+relative-ceiling rule of :mod:`hwtp.training.advantage`). Both hooks below compute exactly what
 ``hwtp advantage --preset grpo-smu --group-by design`` computes on the same rewards, through
-:func:`hwtp.advantage.group_ids`, :func:`~hwtp.advantage.relative_rewards` and
-:func:`~hwtp.advantage.compute_advantages` (no formula lives here).
+:func:`hwtp.training.advantage.group_ids`, :func:`~hwtp.training.advantage.relative_rewards` and
+:func:`~hwtp.training.advantage.compute_advantages` (no formula lives here).
 
 - **verl**: the advantage estimator ``grpo_smu`` (``algorithm.adv_estimator=grpo_smu``),
   registered with verl's own ``register_adv_est`` when this module is imported in a process
@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from hwtp.advantage import (
+from hwtp.errors import ConfigError, RewardError
+from hwtp.training.advantage import (
     AdvantageConfig,
     GroupBy,
     compute_advantages,
@@ -51,7 +52,6 @@ from hwtp.advantage import (
     relative_rewards,
     zero_advantage_share,
 )
-from hwtp.errors import ConfigError, RewardError
 
 if TYPE_CHECKING:
     import torch

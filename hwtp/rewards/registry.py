@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hwtp.errors import HwtpError, RewardError
-from hwtp.mutantset import MUTANTS_JSON, MutantSet, load
+from hwtp.mutators.mutantset import MUTANTS_JSON, MutantSet, load
 
 
 @dataclass(frozen=True)

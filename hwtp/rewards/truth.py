@@ -27,7 +27,7 @@ _KEYS = ("design", "state", "mutant_set")
 class GroundTruth:
     design: str
     state: str
-    mutant_set: str  # sha256 of the mutant set (hwtp.mutantset.set_hash)
+    mutant_set: str  # sha256 of the mutant set (hwtp.mutators.mutantset.set_hash)
 
     def as_dict(self) -> dict[str, str]:
         return {"design": self.design, "state": self.state, "mutant_set": self.mutant_set}

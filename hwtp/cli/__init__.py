@@ -1,0 +1,1 @@
+"""The command line: the ``hwtp`` group and one module per command."""

@@ -1,0 +1,1 @@
+"""Scoring plans on mutant-set states: evaluations, outcomes, rewards and reward schemes."""
