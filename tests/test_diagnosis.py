@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, explain, summarize
 from hwtp.ci.mutation import MutantResult, Status
 from hwtp.ci.reports import junit, markdown
 from hwtp.errors import ConfigError
@@ -24,6 +23,7 @@ from hwtp.mutators.schemata import SELECTOR, render
 from hwtp.mutators.sites import find_sites
 from hwtp.rtl.design import SourceFile
 from hwtp.rtl.frontend import module_body_offsets
+from hwtp.scoring.reach import Diagnosis, Observation, Reached, explain, summarize
 from hwtp.sim.backends import NO_OPTIONS, get_backend
 from hwtp.sim.outputs import Compare
 

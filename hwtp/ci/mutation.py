@@ -33,7 +33,7 @@ from typing import Any
 
 from hwtp.ci import baseline
 from hwtp.ci.config import CiConfig
-from hwtp.ci.diagnosis import Diagnosis, Observation, Reached, Summary, Watch, explain, fields, summarize
+from hwtp.ci.diagnosis import Watch
 from hwtp.ci.elaborated import elaboration
 from hwtp.ci.runs import Run, TestOutcome, TestStatus, run_tests
 from hwtp.ci.shared import power_on_job, run_mutants, run_once
@@ -46,6 +46,7 @@ from hwtp.mutators.formal.miter import Bounds
 from hwtp.mutators.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.probes import Coverage
 from hwtp.rtl.design import Design, clock_candidates, edge_signals
+from hwtp.scoring.reach import Diagnosis, Observation, Reached, Summary, explain, fields, summarize
 from hwtp.sim import procs
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import Build, ensure_generated

@@ -28,8 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from xml.etree.ElementTree import Element, SubElement, tostring
 
-from hwtp.ci.diagnosis import LABELS
 from hwtp.ci.mutation import INDETERMINATE, UNSCORED, CiReport, MutantResult, Status
+from hwtp.scoring.reach import LABELS
 
 _XML_INVALID = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TABLE_CHANGE_WIDTH = 100

@@ -24,6 +24,7 @@ from hwtp import env
 from hwtp.ci import diagnosis
 from hwtp.ci.config import CiConfig
 from hwtp.mutators.schemata import PLUSARG
+from hwtp.scoring.reach import Observation
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.runner import EvalStatus, log_tail
@@ -63,13 +64,13 @@ class Run:
     tests: tuple[TestOutcome, ...]
     seconds: float
     reason: str | None = None    # timeout/error: why, with the log tail
-    observed: tuple[diagnosis.Observation, ...] = ()  # per test, when the run was observed
+    observed: tuple[Observation, ...] = ()  # per test, when the run was observed
 
     @property
     def failed(self) -> tuple[TestOutcome, ...]:
         return tuple(t for t in self.tests if t.status == TestStatus.FAILED)
 
-    def with_observations(self, rows: list[diagnosis.Observation]) -> Run:
+    def with_observations(self, rows: list[Observation]) -> Run:
         """This run with what the observer saw of its tests (each marked detected when it failed)."""
         failed = {f"{t.module}.{t.name}" for t in self.failed}
         return replace(self, observed=tuple(replace(o, detected=o.test in failed) for o in rows))

@@ -17,11 +17,11 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from hwtp.ci.diagnosis import Observation, fields, summarize
 from hwtp.errors import PlanError, ScoreError
 from hwtp.mutators.mutantset import GOLDEN, MutantClass, MutantSet
 from hwtp.plans.files import PlanInput
 from hwtp.plans.format import validate
+from hwtp.scoring.reach import Observation, fields, summarize
 from hwtp.scoring.scheme import (
     REFERENCE_PREFIX,
     RewardScheme,
