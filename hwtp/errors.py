@@ -1,7 +1,7 @@
 """The one error hierarchy of hwtp.
 
 Library code raises these (third-party errors are re-raised ``from exc``); the CLI maps them
-once, in :func:`hwtp.cli.main.main`, to a one-line message and an exit code (README, exit codes).
+once, in :func:`hwtp.cli.main.main`, to a one-line message and an exit code (docs/reference/commands.md, exit codes).
 """
 
 from __future__ import annotations

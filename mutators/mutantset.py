@@ -2,8 +2,8 @@
 
 A mutant directory is self-contained: ``golden/`` holds a copy of the design (manifest,
 spec, sources), ``schemata/`` the schemata sources, ``witnesses/`` one plan per killable
-mutant, ``diffs/`` one unified diff per mutant and ``mutants.json`` the records (README,
-"Mutants"). :mod:`hwtp.mutators.engine` makes them.
+mutant, ``diffs/`` one unified diff per mutant and ``mutants.json`` the records (docs/formats.md
+and docs/how-to/mutants.md). :mod:`hwtp.mutators.engine` makes them.
 """
 
 from __future__ import annotations

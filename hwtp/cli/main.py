@@ -1,7 +1,7 @@
 """The ``hwtp`` command line: a click group whose commands live in :mod:`hwtp.cli.commands`.
 
 Commands parse options, call one library function and print. Errors are mapped to one-line
-messages and exit codes here, once (README, "Exit codes").
+messages and exit codes here, once (docs/reference/commands.md, exit codes).
 """
 
 from __future__ import annotations

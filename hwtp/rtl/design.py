@@ -329,7 +329,7 @@ def check_trusted(sources: Sequence[SourceFile], root: Path, top: str, options: 
     its folder, as ``simulator`` (default: the default backend) compiles it with ``options``;
     escaping calls are allowed when the user opted in (:func:`system_tasks_allowed`).
     The simulated RTL runs as the user; plans and LLM text are only data. See
-    :mod:`hwtp.rtl.trust` and the README's "Trust model"."""
+    :mod:`hwtp.rtl.trust` and docs/explanation/trust-model.md."""
     from hwtp.rtl import trust
     from hwtp.sim.backends import DEFAULT_BACKEND, get_backend
 

@@ -1,6 +1,6 @@
 """Advantages: rewards of a group of samples turned into the learning signal of a GRPO trainer.
 
-Pure numpy, no simulator and no network (README, "Rewards and advantages"). One vectorised
+Pure numpy, no simulator and no network (docs/explanation/rewards-and-advantages.md). One vectorised
 core, :func:`compute_advantages`, covers every scheme through an :class:`AdvantageConfig`;
 :data:`PRESETS` reproduce what real trainers do. The score-file side (:func:`advantage_records`,
 :func:`summarize`) groups ``hwtp score`` results by state, design or batch.
@@ -29,7 +29,7 @@ GroupBy = Literal["state", "design", "batch"]
 Floats = npt.NDArray[np.float64]
 Codes = npt.NDArray[np.intp]
 
-#: Outcomes a score result may carry (README, "Rewards and advantages").
+#: Outcomes a score result may carry (docs/explanation/rewards-and-advantages.md).
 OUTCOMES = ("invalid", "golden_fail", "passed", "detected", "timeout", "error")
 
 
@@ -135,7 +135,7 @@ class AdvantageConfig:
         object.__setattr__(self, "exclude_outcomes", names)
 
 
-#: Trainer conventions (README, the presets table). ``r`` a reward, ``μ``/``σ`` of its group (ddof=1),
+#: Trainer conventions (docs/explanation/rewards-and-advantages.md, the presets table). ``r`` a reward, ``μ``/``σ`` of its group (ddof=1),
 #: ``μ₋ᵢ``/``σ₋ᵢ`` of the group without sample i, ``S`` the group sum, ``n`` its size.
 PRESETS: dict[str, AdvantageConfig] = {
     # GRPO-SMu (seed paper): leave-one-out baseline, FULL-group σ: (r - μ₋ᵢ) / (σ + 1e-6).

@@ -1,6 +1,6 @@
 """``hwtp export``: scored samples as training batches for external trainers.
 
-Formats (README, "Export formats"):
+Formats (docs/reference/export-formats.md):
 
 - ``jsonl``: the base record, one line per (state, plan) sample: ``prompt`` (chat messages
   exactly as sent), ``completion`` (exactly as received), ``reward``, ``advantage``,
@@ -319,7 +319,7 @@ def _parquet(rows: list[dict[str, Any]], path: Path, nested: bool) -> None:
 
 #: The NeMo Gym configuration a ``nemo-gym`` export writes beside its shards.
 NEMO_GYM_CONFIG = "nemo_gym.yaml"
-#: Where the configuration says ``hwtp serve`` listens (its default host; the README's port).
+#: Where the configuration says ``hwtp serve`` listens (its default host; the port docs/how-to/serve.md uses).
 NEMO_GYM_HOST, NEMO_GYM_PORT = "127.0.0.1", 8000
 
 
