@@ -1,8 +1,9 @@
-"""``hwtp score``: plans x states in the schemata build, batched, giving rewards (docs/explanation/rewards-and-advantages.md).
+"""``hwtp score``: plans x states in the schemata build, batched, giving rewards.
 
 A sample is a (state, plan) pair. Each plan is evaluated once on golden, and once on each
 state it is scored on; the golden evaluation is shared by all its samples. Outcomes follow
-Rewards (docs/explanation/rewards-and-advantages.md): ``invalid`` and ``golden_fail`` earn the invalid level, ``passed`` the
+Rewards (docs/explanation/rewards-and-advantages.md):
+``invalid`` and ``golden_fail`` earn the invalid level, ``passed`` the
 golden-pass level, ``detected`` the detect level; a ``timeout`` or ``error`` is
 indeterminate (never a kill). Under a dense reward scheme (:mod:`hwtp.scoring.scheme`) each plan is
 also run on every killable mutant and its reward is the share it kills.
