@@ -135,7 +135,8 @@ class AdvantageConfig:
         object.__setattr__(self, "exclude_outcomes", names)
 
 
-#: Trainer conventions (docs/explanation/rewards-and-advantages.md, the presets table). ``r`` a reward, ``μ``/``σ`` of its group (ddof=1),
+#: Trainer conventions (docs/explanation/rewards-and-advantages.md, the presets table).
+#: ``r`` a reward, ``μ``/``σ`` of its group (ddof=1),
 #: ``μ₋ᵢ``/``σ₋ᵢ`` of the group without sample i, ``S`` the group sum, ``n`` its size.
 PRESETS: dict[str, AdvantageConfig] = {
     # GRPO-SMu (seed paper): leave-one-out baseline, FULL-group σ: (r - μ₋ᵢ) / (σ + 1e-6).
