@@ -178,11 +178,12 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
 @pytest.mark.sim
 def test_the_witness_search_has_a_total_budget(hang_set: tuple[Path, float, str]) -> None:
     mutant_set = mutantset.load(hang_set[0])
-    fresh = replace(mutant_set, mutants=tuple(replace(m, klass="unknown", reason=None) for m in mutant_set.mutants))
+    unknown = mutantset.MutantClass.UNKNOWN  # a typed record: the set hash reads its enums
+    fresh = replace(mutant_set, mutants=tuple(replace(m, klass=unknown, reason=None) for m in mutant_set.mutants))
     start = time.monotonic()
     out = engine.classify(fresh, engine.MutationConfig(witness_timeout=0.001))
     assert time.monotonic() - start < 60  # the (cached) build, then nothing simulated
-    assert {m.klass for m in out.valid} == {"unknown"} and not out.witnesses
+    assert {m.klass for m in out.valid} == {unknown} and not out.witnesses
 
 
 @pytest.mark.sim
