@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -471,27 +470,8 @@ def classify(
 
 def _search(mutant_set: MutantSet, targets: list[tuple[str, int]], config: WitnessConfig) -> Search:
     """The witness search of ``targets`` (id, selector value), each in the schemata build that
-    holds it: the builds are made first (``config.jobs`` at once), then searched one after
-    another within one budget of ``config.total_s``."""
-    schemata = schemata_targets(mutant_set)
-    schemata.build(config.jobs)
-    deadline = time.monotonic() + config.total_s
-    found: dict[str, Plan] = {}
-    hung: dict[str, str] = {}
-    unsearched = 0
-    for part in schemata.parts:
-        mine = [(mid, k) for mid, k in targets if k in part.indices]
-        if not mine:
-            continue
-        left = deadline - time.monotonic()
-        if left <= 0:
-            unsearched += len(mine)
-            continue
-        search = find_witnesses(mutant_set.design, part.sources, mine, replace(config, total_s=left))
-        found.update(search.witnesses)
-        hung.update(search.hung)
-        unsearched += search.unsearched
-    return Search(found, hung, unsearched)
+    holds it, all within one budget of ``config.total_s`` (the builds, made first, not counted)."""
+    return find_witnesses(schemata_targets(mutant_set), targets, config)
 
 
 def _keep_valid_witnesses(mutant_set: MutantSet) -> MutantSet:

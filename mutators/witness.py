@@ -9,14 +9,15 @@ mutant. Mutants never told apart within the budget stay ``unknown``.
 Every evaluation has a short wall-clock budget (``eval_s``; a stimulus simulates in
 milliseconds): a mutant whose evaluation exceeds it does not terminate (a loop whose exit
 was mutated away) and is not simulated again. The whole search has a time budget
-(``total_s``); mutants not searched by then stay ``unknown``.
+(``total_s``); mutants not searched by then stay ``unknown``. Both are limits the executor
+honours (:class:`hwtp.sim.job.Limits` ``total_s`` and ``drop_hung``), so the search runs on any
+executor; each evaluation runs in the schemata build that holds its mutant (golden: the first).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hwtp.errors import DesignError
@@ -25,11 +26,10 @@ from hwtp.plans.format import Plan, Step, TestCase
 from hwtp.plans.values import Value
 from hwtp.progress import counter
 from hwtp.rtl.design import Design
-from hwtp.sim.backends import DEFAULT_BACKEND
-from hwtp.sim.executors.base import Target
-from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
-from hwtp.sim.runner import EvalResult, run_parallel
-from hwtp.sim.wrapper import build_sources
+from hwtp.sim.executors.base import Executor, Schemata
+from hwtp.sim.executors.local import LocalExecutor
+from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
+from hwtp.sim.runner import EvalResult
 
 
 @dataclass(frozen=True)
@@ -88,26 +88,28 @@ def _witness(design: Design, stimulus: Plan, test_index: int, sample: list[Any],
 
 
 def find_witnesses(
-    design: Design,
-    schemata: tuple[Any, ...],
+    schemata: Schemata,
     mutants: list[tuple[str, int]],
     config: WitnessConfig,
-    cache_root: Path | None = None,
+    executor: Executor | None = None,
 ) -> Search:
     """Witness plans and non-terminating mutants; ``mutants`` pairs ids with selector values.
+    Simulated on ``executor`` (default: ``config.jobs`` processes on this machine), its builds
+    made first (not counted in ``config.total_s``).
 
-    Two batched phases, each one simulator job: a short first pass (most mutants die at
+    Two batched phases, each one executor call: a short first pass (most mutants die at
     once), then the rest of the budget in one go for the survivors. Process start-up, not
     simulation, is what costs: one process per round would dominate.
     """
-    build = Target(design, build_sources(design, schemata), DEFAULT_BACKEND, cache_root).build()
+    executor = executor or LocalExecutor(config.jobs)
+    executor.build(schemata)
+    design = schemata.targets[0].design
     deadline = time.monotonic() + config.total_s
     rounds = max(1, config.cycles // _round_cost(design, config.stimulus))
     remaining = dict(mutants)
     found: dict[str, Plan] = {}
     hung: dict[str, str] = {}
     golden_ok, golden_problem = False, None
-    limits = Limits(wall_s=config.eval_s)
     for first, last in ((0, min(2, rounds)), (min(2, rounds), rounds)):
         if not remaining or first >= last or time.monotonic() > deadline:
             continue
@@ -119,10 +121,9 @@ def find_witnesses(
             evaluations.append(Evaluation(f"{r}:golden", compiled, 0, stop_on_fail=False, cycles=cycles))
             evaluations += [Evaluation(f"{r}:{mid}", compiled, k, stop_on_fail=False, cycles=cycles)
                             for mid, k in remaining.items()]
-        job = Job(design, tuple(evaluations), limits=limits)
+        limits = Limits(wall_s=config.eval_s, total_s=max(0.0, deadline - time.monotonic()), drop_hung=True)
         tick = counter(f"witness search, rounds {first + 1}-{last}", len(evaluations))
-        ran = run_parallel(build, job, config.jobs, deadline=deadline, drop_hung=True, progress=tick)
-        results = {r.id: r for r in ran}
+        results = executor.run(schemata, evaluations, limits, progress=tick)
         for mid in list(remaining):
             reason = next((results[f"{r}:{mid}"].reason for r in stimuli
                            if results[f"{r}:{mid}"].fault == "hang"), None)
@@ -152,26 +153,26 @@ def find_witnesses(
 
 
 def replay(
-    design: Design,
-    schemata: tuple[Any, ...],
+    schemata: Schemata,
     stimuli: dict[str, tuple[Plan, int]],
     config: WitnessConfig,
-    cache_root: Path | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Plan]:
     """Witnesses from given stimuli (mutant id -> (stimulus, selector value)), e.g. formal
-    counterexamples: each runs on golden and on its mutant in one simulator job, and gives a
+    counterexamples: each runs on golden and on its mutant in one executor call, and gives a
     witness (golden's outputs expected where they first differ) only when the simulator sees
     the difference too."""
     if not stimuli:
         return {}
-    build = Target(design, build_sources(design, schemata), DEFAULT_BACKEND, cache_root).build()
+    executor = executor or LocalExecutor(config.jobs)
+    design = schemata.targets[0].design
     evaluations = []
     for mid, (stimulus, index) in stimuli.items():
         compiled, cycles = compile_plan(stimulus, design), plan_cycles(stimulus, design)
         evaluations.append(Evaluation(f"{mid}:golden", compiled, 0, stop_on_fail=False, cycles=cycles))
         evaluations.append(Evaluation(f"{mid}:mutant", compiled, index, stop_on_fail=False, cycles=cycles))
-    job = Job(design, tuple(evaluations), limits=Limits(wall_s=config.eval_s, startup_s=config.startup_s))
-    results = {r.id: r for r in run_parallel(build, job, config.jobs, drop_hung=True)}
+    limits = Limits(wall_s=config.eval_s, startup_s=config.startup_s, drop_hung=True)
+    results = executor.run(schemata, evaluations, limits)
     found = {}
     for mid, (stimulus, _) in stimuli.items():
         golden = results[f"{mid}:golden"]

@@ -22,6 +22,7 @@ Bump the version on any change a harness of another version would misread.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -125,6 +126,32 @@ class Limits:
     max_cycles: int = 100_000
     wall_s: float = 30.0
     startup_s: float = 60.0
+    #: Seconds for every evaluation of one executor call together (None: no such budget): the
+    #: evaluations not run by then are ``timeout`` with fault ``budget``. It is a duration, not a
+    #: time: whoever runs evaluations counts it on its own clock (a Ray executor hands each chunk
+    #: what is left of it when the chunk leaves), so no clock is compared across machines.
+    total_s: float | None = None
+    #: Once an evaluation of a state exceeds ``wall_s``, the state's later evaluations in the same
+    #: batch are not run (``timeout``, fault ``hang``); once golden stops the simulator, the
+    #: mutants' evaluations up to the next golden one are not run (fault ``design``). The witness
+    #: search's rule (:func:`hwtp.sim.runner.run_job`'s ``drop_hung``).
+    drop_hung: bool = False
+
+    @property
+    def pooled(self) -> bool:
+        """Whether a warm pool honours these limits: it bounds each evaluation, not a call, and
+        simulates every evaluation it is given (a total budget or hang dropping runs in batched
+        processes of its own, :func:`hwtp.sim.executors.local.run_batched`)."""
+        return self.total_s is None and not self.drop_hung
+
+    @property
+    def key(self) -> str:
+        """What a warm pool made for these limits is known by (a pool holds its limits for its life)."""
+        return f"{self.max_cycles}:{self.wall_s:g}:{self.startup_s:g}"
+
+    def deadline(self) -> float | None:
+        """``time.monotonic()`` at which ``total_s``, counted from now, is spent (None: no budget)."""
+        return None if self.total_s is None else time.monotonic() + self.total_s
 
 
 def compile_plan(plan: Plan, design: Design) -> tuple[dict[str, Any], ...]:

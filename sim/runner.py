@@ -403,11 +403,7 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
         while pending:
             if ctx.deadline is not None and time.monotonic() > ctx.deadline:
                 for ev in pending:
-                    put(
-                        EvalResult(
-                            ev.id, EvalStatus.TIMEOUT, reason="not run: the time budget was spent", fault=Fault.BUDGET
-                        )
-                    )
+                    put(budget_spent(ev.id))
                 break
             batch = replace(job, evaluations=tuple(pending))
             ended = _run_process(
@@ -454,6 +450,11 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
                         )
                     )
     return [results[ev.id] for ev in job.evaluations]
+
+
+def budget_spent(id_: str) -> EvalResult:
+    """The result of an evaluation not run because the call's time budget was spent."""
+    return EvalResult(id_, EvalStatus.TIMEOUT, reason="not run: the time budget was spent", fault=Fault.BUDGET)
 
 
 def over_cycle_limit(ev: Evaluation, limits: Limits) -> EvalResult | None:

@@ -10,10 +10,9 @@ from typing import Any
 from hwtp.plans.format import Plan, validate
 from hwtp.rtl.design import Design
 from hwtp.sim.backends import DEFAULT_BACKEND
-from hwtp.sim.executors.base import Target
-from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
-from hwtp.sim.runner import EvalResult, run_job
-from hwtp.sim.wrapper import build_sources
+from hwtp.sim.executors.base import Executor, design_schemata
+from hwtp.sim.executors.local import LocalExecutor
+from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 
 
 @dataclass(frozen=True)
@@ -65,13 +64,18 @@ def simulate(
     simulator: str = DEFAULT_BACKEND,
     limits: Limits | None = None,
     cache_root: Path | None = None,
+    executor: Executor | None = None,
 ) -> SimReport:
-    """Validate ``plan`` against ``design``, build the design and run every test of the plan."""
-    validate(plan, design, (limits or Limits()).max_cycles)
-    build = Target(design, build_sources(design), simulator, cache_root).build()
+    """Validate ``plan`` against ``design``, build the design and run every test of the plan
+    (on ``executor``; default: a process on this machine)."""
+    limits = limits or Limits()
+    validate(plan, design, limits.max_cycles)
+    executor = executor or LocalExecutor()
+    schemata = design_schemata(design, simulator, cache_root)
+    build = executor.build(schemata)
     evaluation = Evaluation("sim", compile_plan(plan, design), stop_on_fail=False, cycles=plan_cycles(plan, design))
     start = time.perf_counter()
-    result: EvalResult = run_job(build, Job(design, (evaluation,), limits=limits or Limits()))[0]
+    result = executor.run(schemata, [evaluation], limits)[evaluation.id]
     tests = result.tests
     if result.status in ("timeout", "error") and len(tests) < len(plan.tests):
         done = {t["name"] for t in tests}

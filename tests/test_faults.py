@@ -176,6 +176,40 @@ def test_a_hang_is_detected_after_exactly_its_budget(hang_set: tuple[Path, float
 
 
 @pytest.mark.sim
+@pytest.mark.parametrize("kind", ["local", "warm"])
+def test_every_executor_honours_hang_dropping_and_the_total_budget(
+    hang_set: tuple[Path, float, str], kind: str
+) -> None:
+    """The witness search's limits hold on whichever executor runs it: a warm pool does not
+    honour them itself, so the warm executor runs such calls in batched processes."""
+    from hwtp.plans.format import parse_plan
+    from hwtp.sim.executors.base import schemata_targets
+    from hwtp.sim.executors.local import LocalExecutor
+    from hwtp.sim.executors.warm import WarmExecutor
+    from hwtp.sim.job import Evaluation, Limits, compile_plan
+
+    mutant_set = mutantset.load(hang_set[0])
+    plan = parse_plan("tests:\n- name: t\n  steps:\n  - drive: {d: 5}\n  - wait: 2\n  - expect: {count: 2}\n")
+    ops = compile_plan(plan, mutant_set.design)
+    hung = mutant_set.nonterminating[0].index
+    evs = [Evaluation("g0", ops), Evaluation("hung", ops, hung), Evaluation("again", ops, hung), Evaluation("g1", ops)]
+    schemata = schemata_targets(mutant_set)
+    executor = LocalExecutor() if kind == "local" else WarmExecutor()
+    try:
+        got = executor.run(schemata, evs, Limits(wall_s=1.0, drop_hung=True))
+        spent = executor.run(schemata, evs, Limits(total_s=0.0))
+    finally:
+        executor.close()
+    assert [(got[e.id].status, got[e.id].fault) for e in evs] == [
+        ("pass", None), ("timeout", "hang"), ("timeout", "hang"), ("pass", None)
+    ]
+    assert got["again"].reason == "evaluation exceeded 1 s (an earlier evaluation)"  # not simulated again
+    assert {(r.status, r.fault, r.reason) for r in spent.values()} == {
+        ("timeout", "budget", "not run: the time budget was spent")
+    }
+
+
+@pytest.mark.sim
 def test_the_witness_search_has_a_total_budget(hang_set: tuple[Path, float, str]) -> None:
     mutant_set = mutantset.load(hang_set[0])
     unknown = mutantset.MutantClass.UNKNOWN  # a typed record: the set hash reads its enums

@@ -421,3 +421,26 @@ def test_clear_errors(
     monkeypatch.setitem(sys.modules, "ray", None)
     code, _, err = run_cli("score", root, "--plans", plans, "--executor", "ray")
     assert code == 2 and "pip install 'hwtp[ray]'" in err
+
+
+def test_the_witness_search_on_ray_finds_what_it_finds_locally(cluster: Any, mutated: Any) -> None:
+    """The search's total budget and hang dropping travel in its limits: the actors run them in
+    batched processes of their own, each chunk sent the budget left when it leaves."""
+    from hwtp.mutators.witness import WitnessConfig, find_witnesses
+    from hwtp.plans.format import to_data
+
+    mutant_set = mutated("counter_en_load")
+    schemata = schemata_targets(mutant_set)
+    targets = [(m.id, m.index) for m in mutant_set.valid]
+    config = WitnessConfig(jobs=2, seed=3)
+    local = find_witnesses(schemata, targets, config)
+    executor = RayExecutor(chunk=8)
+    try:
+        remote = find_witnesses(schemata, targets, config, executor)
+        spent = executor.run(schemata, _work(mutant_set), Limits(total_s=0.0))
+    finally:
+        executor.close()
+    assert local.witnesses, "the search found no witness: the comparison would prove nothing"
+    assert {m: to_data(p) for m, p in remote.witnesses.items()} == {m: to_data(p) for m, p in local.witnesses.items()}
+    assert (remote.hung, remote.unsearched) == (local.hung, local.unsearched)
+    assert spent and {(r.status, r.fault) for r in spent.values()} == {("timeout", "budget")}

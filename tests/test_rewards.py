@@ -312,7 +312,7 @@ def test_duplicates_are_simulated_once(run: dict[str, Any], states: Path) -> Non
     row, text, _ = next(c for c in _cases(run, "trl") if c[0]["state"] != "golden" and c[2] == 2.0)
     truth = row["ground_truth"]
     first = R.score_completions([(truth, text)])
-    pool = warm.pools()[f"{truth['design']}:{truth['mutant_set']}"]
+    pool = next(p for k, p in warm.pools().items() if k.startswith(f"{truth['design']}:{truth['mutant_set']}@"))
     before = pool.stats()["evaluations"]
     again = R.score_completions([(truth, text)] * 8 + [(truth, text + "<|im_end|>")] * 8)
     assert [r.reward for r in again] == [2.0] * 16 and first[0].reward == 2.0

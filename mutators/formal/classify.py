@@ -19,12 +19,13 @@ from typing import Any
 
 from hwtp.mutators.formal import edges, miter, reading, trace, yosys
 from hwtp.mutators.formal.trace import Outcome
-from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet, schemata_parts
+from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet
 from hwtp.mutators.witness import WitnessConfig, replay
 from hwtp.plans.format import Plan
 from hwtp.rtl.design import Design, SourceFile
 from hwtp.sim import procs
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions
+from hwtp.sim.executors.base import schemata_targets
 
 log = logging.getLogger("hwtp.mutators.formal")
 
@@ -289,18 +290,8 @@ def _check(
                     {"method": "bmc", "depth": verdict.steps - skip, "tool": tool, "seconds": round(used, 3)},
                 )
     if stimuli:
-        confirmed: dict[str, Plan] = {}
-        for part in schemata_parts(mutant_set):  # each counterexample in the build that holds its mutant
-            mine = {mid: given for mid, given in stimuli.items() if given[1] in part.indices}
-            if mine:
-                confirmed.update(
-                    replay(
-                        design,
-                        part.sources,
-                        mine,
-                        WitnessConfig(jobs=config.jobs, eval_s=config.eval_s),
-                    )
-                )
+        # each counterexample in the schemata build that holds its mutant
+        confirmed = replay(schemata_targets(mutant_set), stimuli, WitnessConfig(jobs=config.jobs, eval_s=config.eval_s))
         for mid in stimuli:
             if mid in confirmed:
                 out[mid] = Verdict(MutantClass.KILLABLE, out[mid].proof, confirmed[mid])

@@ -108,6 +108,12 @@ def schemata_targets(
     return Schemata(targets, parts, f"{design.name}:{mutant_set.set_hash}" + (":probes" if probes else ""))
 
 
+def design_schemata(design: Design, simulator: str = "verilator", cache_root: Path | None = None) -> Schemata:
+    """The design alone (golden, selector value 0) as a schemata of one build (``hwtp sim``)."""
+    target = Target(design, build_sources(design), simulator, cache_root)
+    return Schemata((target,), (SchemataPart(frozenset(), ()),), f"{design.name}:{design.content_hash}")
+
+
 def schemata_target(
     mutant_set: MutantSet, simulator: str = "verilator", cache_root: Path | None = None, probes: bool = False
 ) -> Target:

@@ -26,20 +26,27 @@ def run_batched(
     counters: Counters | None = None,
     on_result: Callable[[EvalResult], None] | None = None,
     workdir: Path | None = None,
+    deadline: float | None = None,
 ) -> dict[str, EvalResult]:
-    """Run evaluations of one build batched over ``jobs`` processes, or one process each (``isolated``)."""
+    """Run evaluations of one build batched over ``jobs`` processes, or one process each
+    (``isolated``), within ``deadline`` (``time.monotonic()``; default: ``limits.total_s`` from
+    now) and dropping hung states as ``limits.drop_hung`` says."""
     if not evaluations:
         return {}
+    if deadline is None:
+        deadline = limits.deadline()
+    options: dict[str, Any] = {
+        "counters": counters, "progress": progress, "on_result": on_result, "deadline": deadline,
+        "drop_hung": limits.drop_hung,
+    }
     if isolated:
 
         def one(ev: Evaluation) -> EvalResult:
-            job = Job(design, (ev,), limits=limits)
-            return run_job(build, job, workdir, counters=counters, progress=progress, on_result=on_result)[0]
+            return run_job(build, Job(design, (ev,), limits=limits), workdir, **options)[0]
 
         done = procs.map_threads(one, list(evaluations), jobs)
     else:
-        job = Job(design, tuple(evaluations), limits=limits)
-        done = run_parallel(build, job, jobs, workdir, counters=counters, progress=progress, on_result=on_result)
+        done = run_parallel(build, Job(design, tuple(evaluations), limits=limits), jobs, workdir, **options)
     return {r.id: r for r in done}
 
 
@@ -91,17 +98,20 @@ class LocalExecutor:
             return {}
         builds, _ = self._made(schemata)
         design = schemata.targets[0].design
+        deadline = limits.deadline()  # one budget for every part, counted from here
         if len(groups) == 1:
             i, group = groups[0]
             return run_batched(
-                builds[i], design, group, limits, self.jobs, self.isolated, progress, counters, on_result, workdir
+                builds[i], design, group, limits, self.jobs, self.isolated, progress, counters, on_result, workdir,
+                deadline,
             )
         share = max(1, self.jobs // len(groups))
 
         def run(item: tuple[int, list[Evaluation]]) -> dict[str, EvalResult]:
             i, group = item
             return run_batched(
-                builds[i], design, group, limits, share, self.isolated, progress, counters, on_result, workdir
+                builds[i], design, group, limits, share, self.isolated, progress, counters, on_result, workdir,
+                deadline,
             )
 
         out: dict[str, EvalResult] = {}

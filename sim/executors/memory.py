@@ -5,12 +5,15 @@ id, each reported once through ``on_result``, ``progress`` per result, futures f
 :meth:`submit`; so scoring, ``hwtp run``'s resume and the reward logic run on it unchanged.
 ``evaluate`` is given each evaluation (its compiled plan ops in ``tests``, its selector
 value in ``mutant``: 0 is golden) and the limits, and returns its result; ``ran`` lists the
-evaluation ids in the order they ran.
+evaluation ids in the order they ran. The limits of a call hold as in a real executor: past
+``total_s`` the evaluations left are not run (fault ``budget``); with ``drop_hung``, a state's
+evaluations after one that hung (fault ``hang``) are not run either.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import Any
 
 from hwtp.sim.executors.base import Builds, Schemata
 from hwtp.sim.job import Evaluation, Limits
-from hwtp.sim.runner import Counters, EvalResult
+from hwtp.sim.runner import Counters, EvalResult, EvalStatus, Fault, budget_spent
 
 Evaluate = Callable[[Evaluation, Limits], EvalResult]
 
@@ -47,16 +50,26 @@ class MemoryExecutor:
         workdir: Path | None = None,
     ) -> dict[str, EvalResult]:
         out: dict[str, EvalResult] = {}
+        deadline = limits.deadline()
+        hung: dict[int, str] = {}  # selector value -> the reason its evaluation hung (drop_hung)
         for _, group in schemata.split(evaluations):  # refuses a selector value the schemata lacks
             for ev in group:
                 if ev.id in out:
                     continue
-                result = self.evaluate(ev, limits)
-                if result.id != ev.id:
-                    raise ValueError(f"evaluate({ev.id!r}) answered for {result.id!r}")
+                if deadline is not None and time.monotonic() > deadline:
+                    result = budget_spent(ev.id)
+                elif ev.mutant in hung:
+                    result = EvalResult(ev.id, EvalStatus.TIMEOUT, reason=f"{hung[ev.mutant]} (an earlier evaluation)",
+                                        fault=Fault.HANG)
+                else:
+                    result = self.evaluate(ev, limits)
+                    if result.id != ev.id:
+                        raise ValueError(f"evaluate({ev.id!r}) answered for {result.id!r}")
+                    with self._lock:
+                        self.ran.append(ev.id)
+                    if limits.drop_hung and result.fault == Fault.HANG:
+                        hung[ev.mutant] = result.reason or "hung"
                 out[ev.id] = result
-                with self._lock:
-                    self.ran.append(ev.id)
                 if on_result is not None:
                     on_result(result)
                 if counters is not None:

@@ -36,7 +36,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,9 @@ from hwtp import __version__
 from hwtp.errors import ConfigError, HwtpError, SimulationError
 from hwtp.sim import warm
 from hwtp.sim.executors.base import Builds, Schemata, Target, in_thread, joined
+from hwtp.sim.executors.local import run_batched
 from hwtp.sim.job import Evaluation, Limits
-from hwtp.sim.runner import Counters, EvalResult
+from hwtp.sim.runner import Counters, EvalResult, budget_spent
 
 DEFAULT_CHUNK = 64
 #: Chunks in flight on one actor, run by as many threads of it into its one warm pool: the pool
@@ -63,7 +64,7 @@ _CLOSE_S = 10.0
 _DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
 #: The calls of :class:`SimActor` (their arguments and answers); bumped when they change, so that
 #: processes of different hwtp code never share an actor.
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 def actor_name(cpus: float, index: int) -> str:
@@ -73,7 +74,9 @@ def actor_name(cpus: float, index: int) -> str:
 
 
 class SimActor:
-    """One Ray actor: warm pools (one simulator process each) by target and limits."""
+    """One Ray actor: warm pools (one simulator process each) by target and limits; limits no
+    pool honours (:attr:`hwtp.sim.job.Limits.pooled`) run in a batched process of their own,
+    their total budget counted on this node's clock from when the chunk arrives."""
 
     def __init__(self) -> None:
         self.node = ray.get_runtime_context().get_node_id()
@@ -83,11 +86,15 @@ class SimActor:
         ``key`` names the target (its build's hash); ``shipped`` holds a reference to it, fetched
         only when this actor has no pool for it yet (a reference in a list is not resolved)."""
 
+        if not limits.pooled:
+            target: Target = ray.get(shipped[0])
+            return [r.as_line() for r in run_batched(target.build(), target.design, evaluations, limits).values()]
+
         def make() -> warm.WarmPool:
             target: Target = ray.get(shipped[0])
             return warm.WarmPool(target.build(), target.design, workers=1, limits=limits)
 
-        pool = warm.pool_for(f"{key}:{limits.max_cycles}:{limits.wall_s}:{limits.startup_s}", make)
+        pool = warm.pool_for(f"{key}@{limits.key}", make)
         return [r.as_line() for r in pool.run(evaluations).values()]
 
     def where(self) -> tuple[str, int]:
@@ -279,19 +286,42 @@ class RayExecutor:
         attempts: dict[int, int] = {}
         inflight: dict[Any, tuple[_Slot, int, list[Evaluation]]] = {}
         results: dict[str, EvalResult] = {}
+        deadline = limits.deadline()  # this process's clock: each chunk is sent what is left
+
+        def keep(result: EvalResult) -> bool:
+            if result.id in results:
+                with self._lock:
+                    self.stats["duplicates"] += 1
+                return False
+            results[result.id] = result
+            if on_result is not None:
+                on_result(result)
+            return True
+
+        def tally(fresh: int) -> None:
+            if counters is not None:
+                counters.add(evaluations=fresh)
+            if progress is not None and fresh:
+                progress(fresh)
+
         try:
             while todo or inflight:
+                while todo and deadline is not None and time.monotonic() >= deadline:
+                    tally(sum(keep(budget_spent(ev.id)) for ev in todo.popleft()[1]))
                 while todo:
                     slot = self._pick()
                     if slot is None:
                         break
                     index, chunk = todo.popleft()
-                    ref = slot.handle.run.remote(target.key, shipped, limits, chunk)
+                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    sent = limits if left is None else replace(limits, total_s=left)
+                    ref = slot.handle.run.remote(target.key, shipped, sent, chunk)
                     inflight[ref] = (slot, index, chunk)
                     with self._lock:
                         self.stats["chunks"] += 1
                 if not inflight:  # every actor is starting, or busy with other callers' chunks
-                    time.sleep(_POLL_S)
+                    if todo:
+                        time.sleep(_POLL_S)
                     continue
                 ready, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
                 for ref in ready:
@@ -315,21 +345,7 @@ class RayExecutor:
                         if isinstance(cause, HwtpError):
                             raise cause from None
                         raise SimulationError(f"a Ray simulator actor failed: {exc}") from None
-                    fresh = 0
-                    for line in lines:
-                        result = EvalResult.from_line(line)
-                        if result.id in results:
-                            with self._lock:
-                                self.stats["duplicates"] += 1
-                            continue
-                        results[result.id] = result
-                        fresh += 1
-                        if on_result is not None:
-                            on_result(result)
-                    if counters is not None:
-                        counters.add(evaluations=fresh)
-                    if progress is not None and fresh:
-                        progress(fresh)
+                    tally(sum(keep(EvalResult.from_line(line)) for line in lines))
         finally:
             for slot, _index, _chunk in inflight.values():
                 self._release(slot)

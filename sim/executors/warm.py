@@ -5,8 +5,10 @@ Each schemata part gets a :class:`hwtp.sim.warm.WarmPool` registered under the s
 executor of one process shares the pools of a mutant set, as ``hwtp.sim.warm.pool_for``
 keeps them; the parts of one set share one process budget (``hwtp.sim.warm.budget_for``) of
 ``workers``. A pool's processes stop after ``idle_seconds`` without work; :meth:`close`
-closes the pools this executor made. A pool holds the limits of the call that made it: the
-reward scorer, its one caller, keeps its limits for its life.
+closes the pools this executor made. A pool holds the limits of the call that made it, so
+pools are known by their limits too (:attr:`hwtp.sim.job.Limits.key`). Limits a pool does not
+honour (a total budget, hang dropping: :attr:`hwtp.sim.job.Limits.pooled`) run in batched
+processes of their own, as the local executor runs them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hwtp.sim import warm
-from hwtp.sim.executors.base import Builds, Schemata, joined
+from hwtp.sim.executors.base import Builds, Schemata, in_thread, joined
+from hwtp.sim.executors.local import LocalExecutor
 from hwtp.sim.job import Evaluation, Limits
 from hwtp.sim.runner import Counters, EvalResult
 
@@ -33,9 +36,10 @@ class WarmExecutor:
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._keys: set[str] = set()  # the pools made through this executor (hwtp.sim.warm.pool_for keys)
+        self._batched = LocalExecutor(self.workers)  # for limits no pool honours
 
     def _pool(self, schemata: Schemata, part: int, limits: Limits) -> warm.WarmPool:
-        key = schemata.key + (f":{part + 1}" if part else "")
+        key = schemata.key + (f":{part + 1}" if part else "") + f"@{limits.key}"
         target = schemata.targets[part]
 
         def make() -> warm.WarmPool:
@@ -59,6 +63,8 @@ class WarmExecutor:
         self, schemata: Schemata, evaluations: Sequence[Evaluation], limits: Limits
     ) -> Future[dict[str, EvalResult]]:
         """Each evaluation in the pool of the schemata part of its selector value."""
+        if not limits.pooled:
+            return in_thread(lambda: self._batched.run(schemata, evaluations, limits), "hwtp-warm")
         return joined([self._pool(schemata, i, limits).submit(group) for i, group in schemata.split(evaluations)])
 
     def run(
@@ -72,6 +78,8 @@ class WarmExecutor:
         workdir: Path | None = None,
     ) -> dict[str, EvalResult]:
         """:meth:`submit`, waited for; ``on_result`` and ``progress`` once the batch is back."""
+        if not limits.pooled:
+            return self._batched.run(schemata, evaluations, limits, progress, on_result, counters, workdir)
         results = self.submit(schemata, evaluations, limits).result()
         for result in results.values():
             if on_result is not None:
