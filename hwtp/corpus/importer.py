@@ -271,7 +271,7 @@ def reference_plan(design: Design, seed: int, executor: Executor | None = None) 
     (on ``executor``, default a process here): :class:`Rejected` when it cannot be built,
     golden fails, or nothing is observable."""
     mutant_set = MutantSet(design, seed, ())
-    policy = make_policy(PolicySpec("random", seed=seed), mutant_set)
+    policy = make_policy(PolicySpec("random", seed=seed), mutant_set, executor)
     try:
         generated = policy.generate([PlanRequest(GOLDEN, [])], 1)[0][0]
     except procs.Interrupted:

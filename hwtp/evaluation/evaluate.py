@@ -106,14 +106,14 @@ def mutant_set_for(design: Design, config: EvalConfig, folder: Path) -> MutantSe
     return load(folder)
 
 
-def _policy(config: EvalConfig, mutant_set: MutantSet) -> Policy:
+def _policy(config: EvalConfig, mutant_set: MutantSet, executor: Executor | None = None) -> Policy:
     """``hwtp run``'s policy; a replay folder may hold one ``hwtp plan`` folder per design."""
     run = config.run
     if run.replay_from is not None:
         per_design = Path(run.replay_from) / mutant_set.design.name
         if per_design.is_dir():
             run = replace(run, replay_from=str(per_design))
-    return run_policy(run, mutant_set)
+    return run_policy(run, mutant_set, executor)
 
 
 _NUMBERS = re.compile(r"\d+")
@@ -152,7 +152,7 @@ def evaluate_design(
     mutate_seconds = time.perf_counter() - start
     start = time.perf_counter()
     states = [GOLDEN, *(m.id for m in mutant_set.states)]
-    policy = _Timed(_policy(config, mutant_set))
+    policy = _Timed(_policy(config, mutant_set, executor))
     failures: list[SampleFailure] = []
     records = plan_states(mutant_set, states, config.samples, policy, templates, failures)
     write_plans(records, outdir / "plans" / design.name, per_state_files=False)  # plans.jsonl: replayable

@@ -227,11 +227,12 @@ class PolicySpec:
     refresh: bool = False
 
 
-def make_policy(spec: PolicySpec, mutant_set: MutantSet) -> Policy:
-    """The policy ``spec`` names, with its settings."""
+def make_policy(spec: PolicySpec, mutant_set: MutantSet, executor: Executor | None = None) -> Policy:
+    """The policy ``spec`` names, with its settings; the offline policy simulates golden on
+    ``executor`` (default: a process on this machine)."""
     check_policy_name(spec.name)
     if spec.name == "random":
-        return RandomPolicy(mutant_set, seed=spec.seed)
+        return RandomPolicy(mutant_set, seed=spec.seed, executor=executor or LocalExecutor())
     if spec.name == "replay":
         if spec.replay_from is None:
             raise ConfigError("--policy replay needs --from DIR (an earlier hwtp plan output)")

@@ -114,13 +114,14 @@ def mutate_stage(store: Store, ref: str, config: RunConfig, on_event: Event) -> 
     return mutantset.load(mutdir)
 
 
-def run_policy(config: RunConfig, mutant_set: mutantset.MutantSet) -> Policy:
-    """The configured policy (:func:`hwtp.policy.policies.make_policy`)."""
-    return make_policy(config.policy_spec(), mutant_set)
+def run_policy(config: RunConfig, mutant_set: mutantset.MutantSet, executor: Executor | None = None) -> Policy:
+    """The configured policy (:func:`hwtp.policy.policies.make_policy`), simulating on
+    ``executor`` (default: this machine, ``config.jobs`` processes)."""
+    return make_policy(config.policy_spec(), mutant_set, executor or LocalExecutor(config.jobs))
 
 
 def plan_stage(
-    store: Store, mutant_set: mutantset.MutantSet, config: RunConfig, on_event: Event
+    store: Store, mutant_set: mutantset.MutantSet, config: RunConfig, on_event: Event, executor: Executor | None = None
 ) -> list[SampleFailure]:
     """Store G plans per state. Returns the samples the policy could not produce (an endpoint
     that failed after its retries): they get no record, planning of the design stops after
@@ -131,7 +132,7 @@ def plan_stage(
     have = store.plan_keys(name)
     states = store.states(name)
     missing = [s for s in states if any((s, k) not in have for k in range(config.samples))]
-    policy = run_policy(config, mutant_set)
+    policy = run_policy(config, mutant_set, executor)
     templates = Templates.load()
     # Chunks: one batched simulation for the offline policies; `concurrency` concurrent
     # requests for an endpoint. Each chunk is stored in one transaction as it completes.
@@ -277,10 +278,11 @@ def run(
     on_event: Event = _quiet,
     executor: Executor | None = None,
 ) -> dict[str, Any]:
-    """The whole loop on ``rundir`` (scoring on ``executor``, default this machine); returns
+    """The whole loop on ``rundir`` (simulating on ``executor``, default this machine); returns
     the summary (see :func:`summary`), with ``incomplete`` (see :func:`incomplete_planning`)
     when the policy could not produce every sample of a design: the run stops there."""
     preflight(config)
+    executor = executor or LocalExecutor(config.jobs)
     with open_store(rundir) as store:
         check_config(store, config, force)
         names: list[str] = []
@@ -289,7 +291,7 @@ def run(
         for i, ref in enumerate(refs):
             on_event("design", index=i, total=len(refs), ref=ref)
             mutant_set = mutate_stage(store, ref, config, on_event)
-            failures = plan_stage(store, mutant_set, config, on_event)
+            failures = plan_stage(store, mutant_set, config, on_event, executor)
             if failures:  # nothing downstream for it, no later design: see incomplete_planning
                 return summary(store, names, config, seconds) | {
                     "incomplete": incomplete_planning(store, mutant_set.design.name, failures, config, refs[i + 1 :])
