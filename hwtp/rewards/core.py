@@ -34,7 +34,7 @@ from typing import Any
 from hwtp import env
 from hwtp.errors import ConfigError, PlanError, RewardError
 from hwtp.mutators.mutantset import GOLDEN, MutantClass, MutantSet
-from hwtp.plans import fastread as planread
+from hwtp.plans import fastread
 from hwtp.plans.files import PlanInput
 from hwtp.plans.format import extract_plan, to_data
 from hwtp.rewards.completion import example_keys, is_example, response_text
@@ -98,7 +98,7 @@ class RewardResult:
         }
 
 
-def _default_workers() -> int:
+def _environment_workers() -> int:
     text = env.get(env.REWARD_WORKERS_VAR)
     if text is not None:
         try:
@@ -114,9 +114,11 @@ def _default_workers() -> int:
 @dataclass(frozen=True)
 class Settings:
     """How rewards are computed: a :class:`Scorer` is made from one (the default scorer's changes
-    with :func:`configure`). Fields left None are read from the environment when used (here only)."""
+    with :func:`configure`). Fields left None follow the environment: :meth:`resolved` reads it,
+    in one place, and a scorer resolves its settings once per call (a variable changed between
+    two calls is seen by the second)."""
 
-    states: tuple[Path, ...] | None = None  # None: the folders of $HWTP_STATES, read at each call
+    states: tuple[Path, ...] | None = None  # None: the folders of $HWTP_STATES
     workers: int | None = None  # None: $HWTP_REWARD_WORKERS, else min(4, CPUs)
     rewards: RewardLevels = field(default_factory=RewardLevels)
     limits: Limits = field(default_factory=Limits)
@@ -130,32 +132,28 @@ class Settings:
     scheme: str | None = None  # None: $HWTP_REWARD_SCHEME, else smu
     penalty: float | None = None  # incremental; None: $HWTP_REWARD_PENALTY, else hwtp.scoring.scheme.DEFAULT_PENALTY
     reference: Path | None = None  # incremental; None: $HWTP_REWARD_REFERENCE, else the mutant set's run folder
+    #: Whether the fields left None are still to be read from the environment (False once resolved).
+    unresolved: bool = field(default=True, repr=False, compare=False)
 
-    def folders(self) -> tuple[Path, ...]:
-        if self.states is not None:
-            return self.states
-        text = env.get(env.STATES_VAR) or ""
-        return tuple(Path(p).expanduser() for p in text.split(os.pathsep) if p.strip())
-
-    def worker_count(self) -> int:
-        return self.workers if self.workers is not None else _default_workers()
-
-    def executor_name(self) -> str:
-        """``local`` or ``ray``: as configured, else ``$HWTP_REWARD_EXECUTOR`` (set for the
-        trainer's processes when they load the reward functions by path), else local."""
-        if self.executor is not None:
-            return self.executor
-        text = (env.get(env.REWARD_EXECUTOR_VAR) or "local").strip()
-        if text not in EXECUTORS:
-            raise ConfigError(f"{env.REWARD_EXECUTOR_VAR}={text!r}: expected one of {', '.join(EXECUTORS)}")
-        return text
-
-    def reward_scheme(self) -> RewardScheme:
-        """The scheme as configured, else from ``$HWTP_REWARD_SCHEME``/``$HWTP_REWARD_PENALTY``, else smu."""
-        name = self.scheme if self.scheme is not None else (env.get(env.REWARD_SCHEME_VAR) or "smu").strip()
-        problem = check_name(name)
+    def resolved(self) -> Settings:
+        """These settings with every field left None read from the environment: the one place
+        the reward settings read it. A bad value is a :class:`~hwtp.errors.ConfigError` naming
+        the variable."""
+        if not self.unresolved:
+            return self
+        states = self.states
+        if states is None:
+            text = env.get(env.STATES_VAR) or ""
+            states = tuple(Path(p).expanduser() for p in text.split(os.pathsep) if p.strip())
+        executor = self.executor
+        if executor is None:
+            executor = (env.get(env.REWARD_EXECUTOR_VAR) or "local").strip()
+            if executor not in EXECUTORS:
+                raise ConfigError(f"{env.REWARD_EXECUTOR_VAR}={executor!r}: expected one of {', '.join(EXECUTORS)}")
+        scheme = self.scheme if self.scheme is not None else (env.get(env.REWARD_SCHEME_VAR) or "smu").strip()
+        problem = check_name(scheme)
         if problem:
-            raise ConfigError(f"{env.REWARD_SCHEME_VAR}={name!r}: {problem}")
+            raise ConfigError(f"{env.REWARD_SCHEME_VAR}={scheme!r}: {problem}")
         penalty = self.penalty
         if penalty is None and env.get(env.REWARD_PENALTY_VAR):
             text = env.get(env.REWARD_PENALTY_VAR) or ""
@@ -163,18 +161,40 @@ class Settings:
                 penalty = float(text)
             except ValueError:
                 raise ConfigError(f"{env.REWARD_PENALTY_VAR}={text!r}: expected a number") from None
-        scheme = RewardScheme(name) if penalty is None else RewardScheme(name, penalty)
-        scheme.check(self.rewards)
+        reference = self.reference
+        if reference is None and env.get(env.REWARD_REFERENCE_VAR):
+            reference = Path(env.get(env.REWARD_REFERENCE_VAR) or "").expanduser()
+        workers = self.workers if self.workers is not None else _environment_workers()
+        return replace(
+            self, states=states, workers=workers, executor=executor, scheme=scheme, penalty=penalty,
+            reference=reference, unresolved=False,
+        )
+
+    def folders(self) -> tuple[Path, ...]:
+        return self.resolved().states or ()
+
+    def worker_count(self) -> int:
+        return self.resolved().workers or 1
+
+    def executor_name(self) -> str:
+        """``local`` or ``ray``: as configured, else ``$HWTP_REWARD_EXECUTOR`` (set for the
+        trainer's processes when they load the reward functions by path), else local."""
+        return self.resolved().executor or "local"
+
+    def reward_scheme(self) -> RewardScheme:
+        """The scheme as configured, else from ``$HWTP_REWARD_SCHEME``/``$HWTP_REWARD_PENALTY``, else smu."""
+        s = self.resolved()
+        name = s.scheme or "smu"
+        scheme = RewardScheme(name) if s.penalty is None else RewardScheme(name, s.penalty)
+        scheme.check(s.rewards)
         return scheme
 
     def reference_of(self, mutant_set: MutantSet) -> Path:
         """The incremental scheme's reference suite for ``mutant_set``: as configured, else
         ``$HWTP_REWARD_REFERENCE``, else the run folder the set was found in (its best plans)."""
-        if self.reference is not None:
-            return self.reference
-        text = env.get(env.REWARD_REFERENCE_VAR)
-        if text:
-            return Path(text).expanduser()
+        reference = self.resolved().reference
+        if reference is not None:
+            return reference
         root = mutant_set.root
         run = root.parents[2] if root is not None and len(root.parents) > 2 else None
         if run is not None and is_run_folder(run):
@@ -239,7 +259,7 @@ class Scorer:
         self._lock = threading.Lock()
         self._registries: dict[tuple[Path, ...], Registry] = {}
         self._schemata: dict[tuple[str, str, str], Schemata] = {}  # (set hash, simulator, cache): its targets
-        self._readers: dict[tuple[str, int], planread.Reader] = {}  # (set hash, cycle limit): the design's reader
+        self._readers: dict[tuple[str, int], fastread.Reader] = {}  # (set hash, cycle limit): the design's reader
         self._references: dict[tuple[str, str, float], Reference] = {}  # (set hash, suite, penalty): its kills
 
     @property
@@ -257,7 +277,7 @@ class Scorer:
         it simulates with changed (the next call makes one for the new ones)."""
         with self._lock:
             before = self._settings
-            self._settings = after = replace(before, **changes)
+            self._settings = after = replace(before, **changes, unresolved=True)
             stale = self._owns_executor and _simulation(before) != _simulation(after)
             old = self._executor if stale else None
             if stale:
@@ -281,8 +301,9 @@ class Scorer:
 
     # ----------------------------------------------------------------------- lookups
 
-    def find_mutant_set(self, truth: GroundTruth) -> MutantSet:
-        """The mutant set a ground truth names; :class:`RewardError` when it is not in the folders."""
+    def find_mutant_set(self, truth: GroundTruth, config: Settings | None = None) -> MutantSet:
+        """The mutant set a ground truth names; :class:`RewardError` when it is not in the folders
+        (of ``config``, default this scorer's settings)."""
         if self._given is not None:
             found = self._given.get((truth.design, truth.mutant_set))
             if found is None:
@@ -292,7 +313,7 @@ class Scorer:
                     f"given (it holds: {known})"
                 )
             return found
-        folders = self._settings.folders()
+        folders = (config or self._settings).folders()
         with self._lock:
             reg = self._registries.get(folders)
             if reg is None:
@@ -303,7 +324,7 @@ class Scorer:
         """Where this scorer's simulations run (made on first use from the settings)."""
         with self._lock:
             if self._executor is None:
-                self._executor = executor_for(self._settings)
+                self._executor = executor_for(self._settings.resolved())
             return self._executor
 
     def executor_stats(self) -> dict[str, Any]:
@@ -325,12 +346,12 @@ class Scorer:
                 found = self._schemata.setdefault(key, found)
         return found
 
-    def reader(self, mutant_set: MutantSet, max_cycles: int) -> planread.Reader:
+    def reader(self, mutant_set: MutantSet, max_cycles: int) -> fastread.Reader:
         key = (mutant_set.set_hash, max_cycles)
         with self._lock:
             reader = self._readers.get(key)
             if reader is None:
-                reader = self._readers[key] = planread.Reader(mutant_set.design, max_cycles)
+                reader = self._readers[key] = fastread.Reader(mutant_set.design, max_cycles)
             return reader
 
     def submit(self, mutant_set: MutantSet, evaluations: list[Any], config: Settings) -> Future[dict[str, Any]]:
@@ -340,7 +361,7 @@ class Scorer:
     def scheme_for(self, mutant_set: MutantSet, config: Settings | None = None) -> RewardScheme:
         """The configured scheme for ``mutant_set``; for incremental with its reference suite's
         kills, simulated on the set's first use and kept."""
-        config = config or self._settings
+        config = (config or self._settings).resolved()
         scheme = config.reward_scheme()
         if scheme.name != INCREMENTAL:
             return scheme
@@ -363,8 +384,8 @@ class Scorer:
 
     def ceiling_of(self, truth: GroundTruth) -> float:
         """The best reward attainable on a ground truth's state under the configured scheme."""
-        mutant_set = self.find_mutant_set(truth)
-        config = self._settings
+        config = self._settings.resolved()
+        mutant_set = self.find_mutant_set(truth, config)
         scheme = self.scheme_for(mutant_set, config)
         if not scheme.dense:
             equivalent = frozenset(m.id for m in mutant_set.valid if m.klass == MutantClass.EQUIVALENT)
@@ -380,14 +401,14 @@ class Scorer:
         """Rewards of (ground truth, completion) pairs, in order (see :func:`score_completions`)."""
         if prompts is not None and len(prompts) != len(items):
             raise RewardError(f"{len(prompts)} prompts for {len(items)} completions")
+        config = self._settings.resolved()  # the environment read once for the whole call
         groups: dict[tuple[str, str], list[tuple[int, GroundTruth, str, str | None]]] = {}
         for i, (raw, text) in enumerate(items):
             truth = parse_truth(raw)
             prompt = prompts[i] if prompts is not None else None
             groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
-        sets = {key: self.find_mutant_set(members[0][1]) for key, members in groups.items()}  # all before any work
+        sets = {key: self.find_mutant_set(members[0][1], config) for key, members in groups.items()}  # all first
         out: list[RewardResult | None] = [None] * len(items)
-        config = self._settings
         for key, members in groups.items():
             self._score_group(sets[key], members, out, config)
         return [r for r in out if r is not None]
@@ -538,7 +559,7 @@ def ceiling_of(truth: GroundTruth) -> float:
 _CHUNK = 16
 
 
-def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Reader | None = None) -> PlanInput:
+def _plan_input(text: Any, state: str, prompt: str | None, reader: fastread.Reader | None = None) -> PlanInput:
     """The plan of one completion, or an invalid input with the reason: whatever the completion
     holds (not text, not Unicode, a plan that does not parse), it costs only its own reward.
     ``reader``: the fast reader of the design the plan is scored on (:mod:`hwtp.plans.fastread`);
@@ -548,7 +569,7 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Read
         reason = f"completion: expected text, got {type(text).__name__}"
         return PlanInput("x" + hashlib.sha256(reason.encode()).hexdigest()[:16], None, reason, state, "completion")
     response = response_text(text, prompt)
-    read = planread.UNDECIDED
+    read = fastread.UNDECIDED
     if reader is not None:
         try:
             read = reader.read(response)
@@ -556,11 +577,11 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Read
             _log.debug("hwtp.rewards: the fast plan reader failed; reading the plan again", exc_info=True)
     if isinstance(read, tuple):
         tests, ops, cycles = read
-        key = planread.plan_key(tests)
+        key = fastread.plan_key(tests)
         if key not in example_keys(prompt):  # an example plan: the path below says so
             return PlanInput(key, None, None, state, "completion", compiled=(ops, cycles))
     plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
-    if read == planread.NO_PLAN:
+    if read == fastread.NO_PLAN:
         return PlanInput(plan_id, None, read, state, "completion")
     try:
         plan = extract_plan(response, source="completion")
@@ -572,7 +593,7 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Read
     if is_example(plan, prompt):
         return PlanInput(plan_id, None, "completion: the plan is the prompt's format example, not an answer", state)
     # the plan's id is its tests' content: completions that differ only in prose simulate once
-    return PlanInput(planread.plan_key(to_data(plan).get("tests")), plan, None, state, "completion")
+    return PlanInput(fastread.plan_key(to_data(plan).get("tests")), plan, None, state, "completion")
 
 
 def _result(sample: SampleResult, truth: GroundTruth, scheme: str = "smu") -> RewardResult:
