@@ -58,7 +58,7 @@ import httpx
 from hwtp import rewards
 from hwtp.mutators import engine, mutantset
 from hwtp.mutators.stimulus import StimulusConfig
-from hwtp.plans import fastread as planread
+from hwtp.plans import fastread
 from hwtp.plans.files import PlanInput
 from hwtp.plans.format import extract_plan
 from hwtp.policy.policies import PlanRequest, RandomPolicy
@@ -339,7 +339,7 @@ def reading_ms(mutant_set: Any, items: Sequence[Item], reps: int) -> list[float]
     :class:`hwtp.plans.fastread.Reader`, the plan id), each repetition with a fresh reader."""
     out = []
     for _ in range(reps):
-        reader = planread.Reader(mutant_set.design, ScoreConfig().limits.max_cycles)
+        reader = fastread.Reader(mutant_set.design, ScoreConfig().limits.max_cycles)
         start = time.process_time()
         for truth, text in items:
             reward_core._plan_input(text, truth["state"], None, reader)
@@ -449,7 +449,7 @@ def main() -> None:
         total = sum(parts.values()) or 1.0
         shares = ", ".join(f"{part} {100 * seconds / total:.0f}%" for part, seconds in parts.items())
         print(f"{name}: where the time goes: {shares}")
-    fast = "rapidyaml + orjson" if planread.FAST else "NOT installed (pip install 'hwtp[fast]'): the old loader"
+    fast = "rapidyaml + orjson" if fastread.FAST else "NOT installed (pip install 'hwtp[fast]'): the old loader"
     print(f"plan reader: {fast}")
     warm_row = rows.get("hwtp warm pool (Python API)")
     if warm_row:
@@ -467,7 +467,7 @@ def main() -> None:
         )
         print(
             f"score_completions: host CPU per completion {_spread(api.host_ms, 3)} ms, of which reading the "
-            f"plans (response, planread.Reader, plan id; measured alone on the same completions) "
+            f"plans (response, fastread.Reader, plan id; measured alone on the same completions) "
             f"{_spread(read, 3)} ms and full garbage collections {_spread(api.gc_ms, 3)} ms"
         )
     for name, m in rows.items():

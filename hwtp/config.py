@@ -13,7 +13,7 @@ from pathlib import Path
 from hwtp import yamlio
 from hwtp.ci import config as ci_config
 from hwtp.errors import ConfigError
-from hwtp.run import config as runconfig
+from hwtp.run import config as run_config
 
 CONFIG_NAME = "hwtp.yaml"
 
@@ -42,6 +42,6 @@ def load_ci(path: Path) -> ci_config.CiConfig:
     return ci_config.from_document(path, read(path))
 
 
-def load_run(path: Path) -> runconfig.FileValues:
+def load_run(path: Path) -> run_config.FileValues:
     """The values of the file's ``run:`` section, checked field by field."""
-    return runconfig.from_document(path, read(path))
+    return run_config.from_document(path, read(path))

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hwtp.plans import fastread as planread
+from hwtp.plans import fastread
 from hwtp.plans.format import CYCLE_LIMIT
 from hwtp.rewards import core
 from hwtp.rewards.completion import _builtin_format, strip_trailing_special
@@ -275,7 +275,7 @@ def completion(rng: random.Random, design: Design) -> str:
     return _wrap(rng, body, lang)
 
 
-def _outcome(text: str, state: str, reader: planread.Reader | None, design: Design) -> tuple[Any, ...]:
+def _outcome(text: str, state: str, reader: fastread.Reader | None, design: Design) -> tuple[Any, ...]:
     p = core._plan_input(text, state, None, reader)
     return p.id, p.error, compile_input(p, design, CYCLE_LIMIT), p.compiled is not None
 
@@ -284,7 +284,7 @@ def _outcome(text: str, state: str, reader: planread.Reader | None, design: Desi
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_reader_gives_the_old_paths_ids_errors_and_ops(name: str, seed: int) -> None:
     design = load_design(name)
-    reader = planread.Reader(design, CYCLE_LIMIT)
+    reader = fastread.Reader(design, CYCLE_LIMIT)
     rng = random.Random(seed)
     fast = valid = 0
     for k in range(CASES):
@@ -300,9 +300,9 @@ def test_the_reader_gives_the_old_paths_ids_errors_and_ops(name: str, seed: int)
 
 
 @functools.cache
-def _reader_of(name: str) -> tuple[Design, planread.Reader]:
+def _reader_of(name: str) -> tuple[Design, fastread.Reader]:
     design = load_design(name)
-    return design, planread.Reader(design, CYCLE_LIMIT)
+    return design, fastread.Reader(design, CYCLE_LIMIT)
 
 
 _SLOW = settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
@@ -332,15 +332,15 @@ def test_hypothesis_text_around_a_plan_reads_alike(noise: str, tail: str) -> Non
 def test_characters_where_the_loaders_may_part_ways_take_the_old_path(char: str) -> None:
     design = load_design("counter_en_load")
     text = f"tests:\n- name: t\n  steps:\n  - drive: {{d: 1{char}}}\n  - wait: 1\n"
-    assert planread.Reader(design, CYCLE_LIMIT).read(text) is planread.UNDECIDED
-    assert planread.Reader(design, CYCLE_LIMIT).read(text.replace(char, "")) is not planread.UNDECIDED
+    assert fastread.Reader(design, CYCLE_LIMIT).read(text) is fastread.UNDECIDED
+    assert fastread.Reader(design, CYCLE_LIMIT).read(text.replace(char, "")) is not fastread.UNDECIDED
 
 
 def test_without_the_extra_everything_takes_the_old_path(monkeypatch: pytest.MonkeyPatch) -> None:
     design = load_design("counter_en_load")
-    reader = planread.Reader(design, CYCLE_LIMIT)
+    reader = fastread.Reader(design, CYCLE_LIMIT)
     rng = random.Random(3)
-    monkeypatch.setattr(planread, "FAST", False)
+    monkeypatch.setattr(fastread, "FAST", False)
     for _ in range(200):
         text = completion(rng, design)
         old = _outcome(text, "golden", None, design)
@@ -350,7 +350,7 @@ def test_without_the_extra_everything_takes_the_old_path(monkeypatch: pytest.Mon
 
 def test_edge_scalars_as_port_values_read_as_pyyaml_reads_them() -> None:
     design = load_design("counter_en_load")
-    reader = planread.Reader(design, CYCLE_LIMIT)
+    reader = fastread.Reader(design, CYCLE_LIMIT)
     decided = set()
     for token in EDGE:
         for quoted in (token, f"'{token}'", json.dumps(token)):
@@ -399,7 +399,7 @@ def test_rapidyaml_parse_errors_never_reach_standard_error(capfd: pytest.Capture
         'tests:\n  - name: "t\n',
     ]
     for text in broken:
-        assert planread._load(text) is None  # rapidyaml refused it: the old path decides
+        assert fastread._load(text) is None  # rapidyaml refused it: the old path decides
         assert _outcome(text, "golden", reader, design)[:3] == _outcome(text, "golden", None, design)[:3]
     assert capfd.readouterr().err == ""
 
@@ -415,9 +415,9 @@ def test_other_output_written_during_a_parse_is_forwarded(
         os.write(2, b"/project/cpp/src/c4/yml/parse_engine.def.hpp:5683: (detected here)\n")
         raise RuntimeError("parse")
 
-    monkeypatch.setattr(planread.ryml, "parse_in_arena", parse)
+    monkeypatch.setattr(fastread.ryml, "parse_in_arena", parse)
     with pytest.raises(RuntimeError):
-        planread._parse(b"tests: [\n")
+        fastread._parse(b"tests: [\n")
     assert capfd.readouterr().err == "another thread's line\n"
 
 
@@ -425,7 +425,7 @@ def test_socket_lines_with_shared_tests_are_the_bytes_of_each_entry() -> None:
     from hwtp.sim.job import Evaluation, encode_line, encode_lines
 
     design = load_design("counter_en_load")
-    reader = planread.Reader(design, CYCLE_LIMIT)
+    reader = fastread.Reader(design, CYCLE_LIMIT)
     rng = random.Random(5)
     ops = []
     while len(ops) < 20:

@@ -9,7 +9,7 @@ work in one pass from parsed data to the harness ops, the document parsed by rap
 It decides only what it can decide exactly as the old path would; everything else is
 :data:`UNDECIDED` and goes to the old path, which stays the one that writes located error
 messages. So a reward, an error and its message are those of the old path, byte for byte
-(tests/test_planread.py compares both on a random corpus):
+(tests/test_fastread.py compares both on a random corpus):
 
 - the text is refused before parsing when it holds what PyYAML 1.1 reads otherwise than
   rapidyaml or refuses: tags, anchors and aliases, directives and document markers, explicit

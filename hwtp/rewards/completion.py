@@ -18,7 +18,7 @@ from typing import Any
 
 from hwtp import yamlio
 from hwtp.errors import PlanError
-from hwtp.plans import fastread as planread
+from hwtp.plans import fastread
 from hwtp.plans.format import Plan, TestCase, plan_from_data
 from hwtp.policy.prompt import Templates
 
@@ -149,7 +149,7 @@ def strip_examples(text: str, prompt: str | None = None) -> str:
 @functools.lru_cache(maxsize=256)
 def example_keys(prompt: str | None = None) -> frozenset[str]:
     """The :func:`hwtp.plans.fastread.plan_key` of each example plan of the prompt (:func:`examples`)."""
-    return planread.example_keys(examples(prompt)[1])
+    return fastread.example_keys(examples(prompt)[1])
 
 
 def is_example(plan: Plan, prompt: str | None = None) -> bool:
