@@ -41,7 +41,7 @@ from hwtp.scoring.score import ScoreConfig, score
 from hwtp.sim.backends import get_backend
 from hwtp.sim.buildcache import ensure_build
 from hwtp.sim.job import Evaluation, Job, compile_plan, plan_cycles
-from hwtp.sim.runner import Counters, run_job, run_parallel
+from hwtp.sim.runner import Counters, run_job
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
 
@@ -90,7 +90,7 @@ def harness_speed(
                 evs.append(
                     Evaluation(f"{p.id}-{m}-{r}", compile_plan(p.plan, design), m, cycles=plan_cycles(p.plan, design))
                 )
-    results = run_parallel(build, Job(design, tuple(evs)), 1, counters=Counters())
+    results = run_job(build, Job(design, tuple(evs)), counters=Counters())
     inside = sum(r.seconds for r in results)
     return len(results) / inside, max(plan_cycles(p.plan, design) for p in plans if p.plan)
 

@@ -373,13 +373,6 @@ def run_job(
     return out
 
 
-def run_parallel(
-    build: Build, job: Job, jobs: int = 1, workdir: Path | None = None, **options: Any
-) -> list[EvalResult]:
-    """:func:`run_job` with ``jobs`` processes at once (the same keyword arguments)."""
-    return run_job(build, job, workdir, jobs=jobs, **options)
-
-
 def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
     """:func:`run_job` in one process at a time (a fresh one after each fault)."""
     pending = list(job.evaluations)

@@ -21,15 +21,13 @@ from hwtp.mutators.formal import reading, yosys
 from hwtp.mutators.formal.classify import FormalConfig, check
 from hwtp.mutators.formal.miter import Bounds
 from hwtp.mutators.formal.trace import Outcome, read_bmc, read_induction, stimulus
-from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet, schemata_sources
+from hwtp.mutators.mutantset import Mutant, MutantClass, MutantSet
 from hwtp.mutators.site import Site
 from hwtp.rtl.design import Clock, Reset, load_design
 from hwtp.sim import procs
-from hwtp.sim.backends import default_backend
-from hwtp.sim.buildcache import ensure_build
-from hwtp.sim.job import Evaluation, Job, Limits, compile_plan, plan_cycles
-from hwtp.sim.runner import run_parallel
-from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
+from hwtp.sim.executors.base import schemata_targets
+from hwtp.sim.executors.local import LocalExecutor
+from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
 
 needs_yosys = pytest.mark.skipif(yosys.find() is None, reason="Yosys is not installed")
 
@@ -126,13 +124,11 @@ def _comb_and_seq(tmp_path: Path) -> tuple[MutantSet, MutantSet]:
 def _confirm(mutant_set: MutantSet, mutant: Mutant, witness: object) -> tuple[str, str]:
     """The witness plan run by the simulator on golden and on the mutant: their statuses."""
     design = mutant_set.design
-    schemata, _ = schemata_sources(mutant_set)
-    build = ensure_build(default_backend(), build_sources(design, schemata), WRAPPER_TOP)
     ops, cycles = compile_plan(witness, design), plan_cycles(witness, design)  # type: ignore[arg-type]
-    evaluations = (Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles))
-    job = Job(design, evaluations, limits=Limits())  # start-up in CPU s: a loaded machine starts it slowly
-    results = {r.id: r.status for r in run_parallel(build, job)}
-    return results["g"], results["m"]
+    evaluations = [Evaluation("g", ops, 0, cycles=cycles), Evaluation("m", ops, mutant.index, cycles=cycles)]
+    # start-up in CPU s: a loaded machine starts it slowly
+    results = LocalExecutor().run(schemata_targets(mutant_set), evaluations, Limits())
+    return results["g"].status, results["m"].status
 
 
 @needs_yosys

@@ -12,7 +12,7 @@ from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.executors.base import Builds, Schemata, in_thread
 from hwtp.sim.job import Evaluation, Job, Limits
-from hwtp.sim.runner import Counters, EvalResult, run_job, run_parallel
+from hwtp.sim.runner import Counters, EvalResult, run_job
 
 
 def run_batched(
@@ -46,7 +46,7 @@ def run_batched(
 
         done = procs.map_threads(one, list(evaluations), jobs)
     else:
-        done = run_parallel(build, Job(design, tuple(evaluations), limits=limits), jobs, workdir, **options)
+        done = run_job(build, Job(design, tuple(evaluations), limits=limits), workdir, jobs=jobs, **options)
     return {r.id: r for r in done}
 
 
