@@ -8,7 +8,8 @@ one unmeasured import that fills ccache; designs/minute of each and the ratio (t
 repetition), median (min..max).
 
 Eval overhead: ``hwtp.evaluation.evaluate.evaluate`` on the imported designs, first with the
-offline policy (makes the mutant sets and starts the warm simulator pools), then again in the
+offline policy (makes the mutant sets and starts the warm simulator pools of the one executor
+every call shares, as a process evaluating every N training steps keeps it), then again in the
 same process with those plans replayed (``--policy replay``), then with an OpenAI-compatible
 endpoint (the tests' scripted server) answering at once with a short plan, the size a model
 writes: the time hwtp spends per sample beyond the policy's own (prompts, plan parsing and
@@ -21,6 +22,7 @@ Run: python bench/bench_import.py [--designs 12] [-G 8] [--states 8] [--reps 3]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -35,8 +37,10 @@ from reps import Spread, add_reps_argument, interleaved, load_report, private_ca
 
 from hwtp.corpus import importer, sources
 from hwtp.evaluation.evaluate import EvalConfig, evaluate
+from hwtp.rewards import core as reward_core
 from hwtp.rtl.design import load_design
 from hwtp.run.config import RunConfig
+from hwtp.sim.executors.base import Executor
 
 
 def write_corpus(root: Path, n: int) -> Path:
@@ -79,11 +83,11 @@ def import_rate(src: Path, out: Path, jobs: int) -> tuple[float, importer.Import
     return seconds, summary
 
 
-def replayed(designs: list[Any], root: Path, rep: int, config: EvalConfig) -> dict[str, Any]:
-    """``evaluate`` into a fresh folder holding the first evaluation's mutant sets."""
+def replayed(designs: list[Any], root: Path, rep: int, config: EvalConfig, executor: Executor) -> dict[str, Any]:
+    """``evaluate`` into a fresh folder holding the first evaluation's mutant sets, on ``executor``."""
     folder = root / f"eval-{rep}-{config.run.policy}"
     shutil.copytree(root / "eval-random" / "mutants", folder / "mutants")
-    return evaluate(designs, config, folder)
+    return evaluate(designs, config, folder, executor=executor)
 
 
 def main() -> None:
@@ -96,7 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     with load_report("hwtp designs import and hwtp eval's own time per sample"):
         report: dict[str, object] = {"designs": args.designs, "cpus": os.cpu_count(), "reps": args.reps}
-        with tempfile.TemporaryDirectory(prefix="hwtp-bench-import-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="hwtp-bench-import-") as tmp, contextlib.ExitStack() as stack:
             root = Path(tmp)
             src = write_corpus(root, args.designs)
             out = root / "out"
@@ -125,8 +129,14 @@ def main() -> None:
             # the adders (ports a, y): the endpoint's short plan below fits them all
             names = [f"d{i:03d}" for i in range(0, args.designs, 4)][: args.eval_designs]
             designs = [load_design(out / n) for n in names]
+            # one executor for every evaluation, as a process that evaluates every N steps keeps:
+            # the first call starts its warm workers, the timed ones find them running
+            executor = stack.enter_context(contextlib.closing(reward_core.executor_for(reward_core.settings())))
             first = evaluate(
-                designs, EvalConfig(RunConfig(samples=args.G, states=args.states, jobs=2)), root / "eval-random"
+                designs,
+                EvalConfig(RunConfig(samples=args.G, states=args.states, jobs=2)),
+                root / "eval-random",
+                executor=executor,
             )
             plans = str(root / "eval-random" / "plans")
             replay = EvalConfig(RunConfig(policy="replay", replay_from=plans, samples=args.G, states=args.states))
@@ -142,8 +152,8 @@ def main() -> None:
                 evals = interleaved(
                     args.reps,
                     {
-                        "replay": lambda: replayed(designs, root, next(rep), replay),
-                        "endpoint": lambda: replayed(designs, root, next(rep), endpoint),
+                        "replay": lambda: replayed(designs, root, next(rep), replay, executor),
+                        "endpoint": lambda: replayed(designs, root, next(rep), endpoint, executor),
                     },
                 )
             for again in evals["replay"]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 from collections.abc import Callable
@@ -209,6 +210,27 @@ def test_run_and_eval_on_imported_corpus(
     code, out, _ = run_cli("eval-compare", tmp_path / "ev", tmp_path / "ev2", "--labels", "random,replay")
     assert code == 0
     assert "| golden pass rate | 100.0% | 100.0% | +0.0 pt |" in out
+
+
+@pytest.mark.sim
+def test_evaluations_that_share_an_executor_keep_its_warm_workers(corpus: Path, tmp_path: Path) -> None:
+    """A process that evaluates every N training steps passes one executor: the second call
+    finds the first call's simulator processes running, and the executor stays open."""
+    from hwtp.evaluation.evaluate import EvalConfig, evaluate
+    from hwtp.rtl.design import load_design
+    from hwtp.run.config import RunConfig
+    from hwtp.sim import warm
+    from hwtp.sim.executors.warm import WarmExecutor
+
+    designs = [load_design(corpus / "inc")]
+    config = EvalConfig(RunConfig(samples=2, states=2, jobs=1))
+    with contextlib.closing(WarmExecutor(workers=1)) as executor:
+        first = evaluate(designs, config, tmp_path / "a", executor=executor)
+        pids = sorted(p for pool in warm.pools().values() for p in pool.pids())
+        again = evaluate(designs, config, tmp_path / "b", executor=executor)
+        assert pids and sorted(p for pool in warm.pools().values() for p in pool.pids()) == pids
+    assert again["overall"]["outcomes"] == first["overall"]["outcomes"]
+    assert not any(pool.pids() for pool in warm.pools().values())  # closed with the executor, not before
 
 
 INC_PLAN = "```yaml\ntests:\n  - name: t\n    steps:\n      - drive: {a: 1}\n      - expect: {y: 2}\n```\n"

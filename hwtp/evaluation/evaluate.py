@@ -297,9 +297,17 @@ def summarize(evals: Sequence[DesignEval], config: EvalConfig) -> dict[str, Any]
     }
 
 
-def evaluate(designs: Sequence[Design], config: EvalConfig, outdir: Path, progress: Any = None) -> dict[str, Any]:
+def evaluate(
+    designs: Sequence[Design],
+    config: EvalConfig,
+    outdir: Path,
+    progress: Any = None,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
     """Evaluate the policy of ``config`` on ``designs`` into ``outdir`` (eval.json, eval.md,
-    plans/, mutants/); returns the evaluation document."""
+    plans/, mutants/); returns the evaluation document. Simulated on ``executor`` (kept open:
+    a process that evaluates again, say every N training steps, keeps its warm workers), else
+    on one the reward settings name, made for this call and closed at its end."""
     if not designs:
         raise ConfigError("no designs to evaluate")
     names = [d.name for d in designs]
@@ -308,7 +316,9 @@ def evaluate(designs: Sequence[Design], config: EvalConfig, outdir: Path, progre
     outdir.mkdir(parents=True, exist_ok=True)
     templates = Templates.load()
     evals = []
-    with contextlib.closing(core.executor_for(core.settings())) as executor:  # one for every design
+    with contextlib.ExitStack() as stack:
+        if executor is None:  # one for every design
+            executor = stack.enter_context(contextlib.closing(core.executor_for(core.settings())))
         for design in designs:
             evals.append(evaluate_design(design, config, outdir, templates, executor))
             if progress is not None:
