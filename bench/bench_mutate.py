@@ -1,10 +1,11 @@
 """Benchmark: the mutation engine's front end, the cost of validating mutants, and schemata at scale.
 
 1. Parse + site discovery + schemata generation for every shipped design, with the pyslang
-   and the pyverilog front ends side by side (designs parsed, sites found, time).
+   and the pyverilog front ends side by side (designs parsed, sites found, time), --reps times.
 2. Validation of N mutants of one sequential design: hwtp (one Verilator lint per schemata
    build + the schemata builds) vs compiling each mutant on its own (a full Verilator build each;
-   measured on --standalone builds and extrapolated). Goal: hwtp < 3 standalone builds.
+   measured on --standalone builds and extrapolated), --reps times, each in empty build caches.
+   Goal: hwtp < 3 standalone builds.
 3. Scale (--scale): ``hwtp mutate traffic_light -n 512 --depth 2`` and ``-n 2000`` as the CLI
    runs them, each repetition with an empty build cache and an empty ccache: wall time and peak
    RSS of the whole process tree (sampled every 0.1 s), median and range. Goal: <= 180 s and
@@ -28,8 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+from reps import interleaved, ratios, spread
 
 from hwtp.mutators import engine, mutantset
 from hwtp.mutators.pyverilog_frontend import find_sites_pyverilog
@@ -46,59 +51,91 @@ from hwtp.sim.job import Evaluation
 from hwtp.sim.wrapper import WRAPPER_TOP, build_sources
 
 
-def frontends() -> None:
-    designs = [load_design(n) for n in shipped_names()]
-    print(f"{'front end':<12}{'designs parsed':>16}{'sites':>8}{'time s':>10}")
-    for name, finder in (("pyslang", find_sites), ("pyverilog", find_sites_pyverilog)):
-        parsed = sites = 0
-        start = time.perf_counter()
-        for d in designs:
-            try:
-                for src in d.sources:
-                    sites += len(finder(src.text, src.path))
-                parsed += 1
-            except Exception as exc:  # a front end that cannot parse a design counts as not parsed
+def _sites(finder: Callable[[str, str], list[Any]], designs: list[Any], name: str, report: bool) -> tuple[int, int]:
+    """(designs parsed, sites found) by one front end over ``designs``."""
+    parsed = sites = 0
+    for d in designs:
+        try:
+            for src in d.sources:
+                sites += len(finder(src.text, src.path))
+            parsed += 1
+        except Exception as exc:  # a front end that cannot parse a design counts as not parsed
+            if report:
                 print(f"  {name}: {d.name}: {type(exc).__name__}: {str(exc)[:80]}")
-        print(f"{name:<12}{parsed:>10}/{len(designs):<5}{sites:>8}{time.perf_counter() - start:>10.3f}")
-    start = time.perf_counter()
+    return parsed, sites
+
+
+def _schemata_of_every_site(designs: list[Any]) -> None:
     for d in designs:
         sites = [s for src in d.sources for s in find_sites(src.text, src.path) if not s.equivalent]
         numbered = engine._number(d, 0, [engine._record(i, (s,)) for i, s in enumerate(sites, 1)])
         mutantset.schemata_sources(numbered)
+
+
+def frontends(reps: int) -> None:
+    """Part 1, ``reps`` times interleaved: each front end's time, and pyslang's with schemata."""
+    designs = [load_design(n) for n in shipped_names()]
+    finders = {"pyslang": find_sites, "pyverilog": find_sites_pyverilog}
+    counts = {name: _sites(finder, designs, name, report=True) for name, finder in finders.items()}
+
+    def timed(work: Callable[[], object]) -> Callable[[], float]:
+        def run() -> float:
+            start = time.perf_counter()
+            work()
+            return time.perf_counter() - start
+
+        return run
+
+    runs = {name: timed(lambda f=f, n=name: _sites(f, designs, n, report=False)) for name, f in finders.items()}
+    runs["pyslang + schemata"] = timed(lambda: _schemata_of_every_site(designs))
+    got = interleaved(reps, runs)
+    print(f"{'front end':<12}{'designs parsed':>16}{'sites':>8}   time s, median (min..max) of {reps}")
+    for name, (parsed, sites) in counts.items():
+        print(f"{name:<12}{parsed:>10}/{len(designs):<5}{sites:>8}   {spread(got[name]).show('.3f')}")
     print(
         f"pyslang parse + sites + schemata of every site, all {len(designs)} designs: "
-        f"{time.perf_counter() - start:.3f} s"
+        f"{spread(got['pyslang + schemata']).show('.3f')} s; pyverilog/pyslang time "
+        f"{ratios(got['pyverilog'], got['pyslang']).show(unit='x')}"
     )
 
 
-def validation(design_name: str, n: int, standalone: int) -> None:
+def validation(design_name: str, n: int, standalone: int, reps: int) -> None:
+    """Part 2, ``reps`` times (the two flows' order reversed on every other repetition), each in
+    empty build caches of its own (ccache is shared, as on a CI machine: both flows hit it)."""
     design = load_design(design_name)
-    with tempfile.TemporaryDirectory(prefix="hwtp-bench-") as tmp:
-        start = time.perf_counter()
-        result = engine.mutate(design, engine.MutationConfig(n=n, witness_cycles=0, jobs=1))
-        lint_s = time.perf_counter() - start
-        start = time.perf_counter()
-        schemata = schemata_targets(result, cache_root=Path(tmp) / "s")
-        schemata.build(1)
-        schemata_s = time.perf_counter() - start
-        start = time.perf_counter()
-        for m in result.valid[:standalone]:
-            ensure_build(
-                get_backend("verilator"), build_sources(design, result.sources_of(m)), WRAPPER_TOP, root=Path(tmp) / "a"
-            )
-        per_build = (time.perf_counter() - start) / max(1, min(standalone, len(result.valid)))
-    ours = lint_s + schemata_s
-    theirs = per_build * len(result.valid)
+    result = engine.mutate(design, engine.MutationConfig(n=n, witness_cycles=0, jobs=1))
+    measured = result.valid[:standalone]
+
+    def ours() -> float:
+        with tempfile.TemporaryDirectory(prefix="hwtp-bench-") as tmp:
+            start = time.perf_counter()
+            engine.mutate(design, engine.MutationConfig(n=n, witness_cycles=0, jobs=1))  # the lint
+            schemata_targets(result, cache_root=Path(tmp) / "s").build(1)
+            return time.perf_counter() - start
+
+    def per_build() -> float:
+        with tempfile.TemporaryDirectory(prefix="hwtp-bench-") as tmp:
+            start = time.perf_counter()
+            for m in measured:
+                ensure_build(
+                    get_backend("verilator"), build_sources(design, result.sources_of(m)), WRAPPER_TOP,
+                    root=Path(tmp) / "a",
+                )
+            return (time.perf_counter() - start) / max(1, len(measured))
+
+    got = interleaved(reps, {"hwtp": ours, "standalone": per_build})
+    theirs = [b * len(result.valid) for b in got["standalone"]]
     print(f"\nvalidating {len(result.mutants)} mutants of {design_name} ({len(result.valid)} valid), {_load()}:")
+    print(f"  hwtp: lint + schemata build(s)          {spread(got['hwtp']).show('.1f')} s")
     print(
-        f"  hwtp: lint + {len(schemata.targets)} schemata build(s)   {ours:7.1f} s  "
-        f"({lint_s:.1f} s lint, {schemata_s:.1f} s build)"
+        f"  one standalone build per mutant         {spread(theirs).show('.1f')} s  "
+        f"({spread(got['standalone']).show('.1f')} s per build, measured on {len(measured)}, extrapolated)"
     )
+    cost = [o / b for o, b in zip(got["hwtp"], got["standalone"], strict=True)]
     print(
-        f"  one standalone build per mutant        {theirs:7.1f} s  ({per_build:.1f} s per build, "
-        f"measured on {standalone}, extrapolated)"
+        f"  ratio {ratios(theirs, got['hwtp']).show(unit='x')}; hwtp costs {spread(cost).show('.1f')} standalone "
+        f"builds (goal < 3), {reps} repetitions"
     )
-    print(f"  ratio {theirs / ours:.1f}x; hwtp costs {ours / per_build:.1f} standalone builds (goal < 3)")
 
 
 def _load() -> str:
@@ -273,10 +310,10 @@ def scoring_cost(reps: int, jobs: int, large: Path | None) -> None:
     for how in ("", "warm ", "cpu ", "cpu warm "):
         if f"{how}512" not in per_eval:
             continue
-        ratios = [b / a for a, b in zip(per_eval[f"{how}32"], per_eval[f"{how}512"], strict=True)]
-        ok = 0.8 <= statistics.median(ratios) <= 1.2
+        growth = [b / a for a, b in zip(per_eval[f"{how}32"], per_eval[f"{how}512"], strict=True)]
+        ok = 0.8 <= statistics.median(growth) <= 1.2
         print(
-            f"cost per evaluation, {how or 'hwtp score, '}512 vs 32 mutants: {_spread(ratios, 'x', 1, 2)} "
+            f"cost per evaluation, {how or 'hwtp score, '}512 vs 32 mutants: {_spread(growth, 'x', 1, 2)} "
             f"(goal 0.8-1.2: {'met' if ok else 'MISSED'})"
         )
 
@@ -327,8 +364,8 @@ def main() -> None:
         scoring_cost(args.reps, args.jobs, args.large)
         return
     if not args.only_scale:
-        frontends()
-        validation(args.design, args.n, args.standalone)
+        frontends(args.reps)
+        validation(args.design, args.n, args.standalone, args.reps)
     if args.scale or args.only_scale:
         print(f"\nschemata at scale ({_load()}):")
         kept = scale(args.reps, args.jobs, every_site=not args.without_every_site)
