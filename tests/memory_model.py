@@ -6,7 +6,8 @@ The design is ``y = a + b`` (4-bit inputs, 5-bit output). Each mutant rewrites t
 expression; :data:`MODELS` computes ``y`` for golden (selector 0) and each mutant's
 selector value, and :func:`evaluate` runs a compiled plan's harness ops against that model
 as the harness would (drive, then expect with its mask; the first mismatch fails the test,
-and the evaluation stops at the first failing test). Mutant m0003 hangs on a wait of
+and the evaluation stops at the first failing test; a sample records the outputs in the test's
+``trace``). Mutant m0003 hangs on a wait of
 :data:`HANG_CYCLES` cycles or more (a timeout, as a non-terminating mutant gives).
 """
 
@@ -62,11 +63,15 @@ def mutant_set(tmp_path: Path, name: str = "add4") -> MutantSet:
     return MutantSet(design, 0, tuple(mutants))
 
 
-def _run_test(test: dict[str, Any], y: Callable[[int, int], int], hangs: bool) -> dict[str, Any] | str | None:
+def _run_test(
+    test: dict[str, Any], y: Callable[[int, int], int], hangs: bool, trace: list[Any]
+) -> dict[str, Any] | str | None:
     inputs = {"a": 0, "b": 0}
     for op, arg, step in test["ops"]:
         if op == "d":
             inputs.update(dict(arg))
+        elif op == "s":  # a sample: [step, cycle, [outputs]], as the harness records it
+            trace.append([step, 0, [y(inputs["a"], inputs["b"])]])
         elif op == "w" and hangs and arg >= HANG_CYCLES:
             return "hang"
         elif op == "e":
@@ -83,13 +88,15 @@ def evaluate(ev: Evaluation, limits: Limits) -> EvalResult:
     tests: list[dict[str, Any]] = []
     first = None
     for test in ev.tests:
-        mismatch = _run_test(test, y, ev.mutant == HANGS)
+        trace: list[Any] = []
+        mismatch = _run_test(test, y, ev.mutant == HANGS, trace)
         if mismatch == "hang":
             return EvalResult(
                 ev.id, EvalStatus.TIMEOUT, None, tuple(tests), 0, f"no result within {limits.wall_s} s", 0.0, Fault.HANG
             )
         assert not isinstance(mismatch, str)
-        tests.append({"name": test["name"], "passed": mismatch is None, "mismatch": mismatch})
+        entry = {"name": test["name"], "passed": mismatch is None, "mismatch": mismatch}
+        tests.append(entry | {"trace": trace} if trace else entry)
         if mismatch is not None:
             first = first or mismatch
             if ev.stop_on_fail:

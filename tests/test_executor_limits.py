@@ -60,3 +60,39 @@ def test_a_pool_honours_per_evaluation_limits_only() -> None:
     assert Limits().pooled and Limits(wall_s=2.0).pooled
     assert not Limits(total_s=5.0).pooled and not Limits(drop_hung=True).pooled
     assert Limits(wall_s=2.0).key != Limits().key  # pools made for other limits are other pools
+
+
+def test_the_offline_policy_simulates_golden_on_the_executor_it_is_given(tmp_path: Path) -> None:
+    from hwtp.plans.format import extract_plan
+    from hwtp.policy.policies import PlanRequest, PolicySpec, make_policy
+
+    mutant_set = model.mutant_set(tmp_path)
+    executor = MemoryExecutor(model.evaluate)
+    generated = make_policy(PolicySpec("random", seed=1), mutant_set, executor).generate([PlanRequest("golden", [])], 2)
+    assert len(executor.ran) == 2  # one golden evaluation per sample, none elsewhere
+    assert all(g.error is None for g in generated[0])
+    # the expectations are golden's outputs, so the plan passes on the model's golden
+    plan = extract_plan(generated[0][0].text or "", source="random")
+    ops = compile_plan(plan, mutant_set.design)
+    assert model.evaluate(Evaluation("check", ops), Limits()).status == "pass"
+
+
+def test_the_witness_search_runs_on_any_executor(tmp_path: Path) -> None:
+    """On the in-memory executor: a witness for each mutant golden's outputs tell apart, none
+    for the equivalent one (b + a); with no time budget, nothing searched."""
+    from hwtp.mutators.stimulus import StimulusConfig
+    from hwtp.mutators.witness import WitnessConfig, find_witnesses
+
+    mutant_set = model.mutant_set(tmp_path)
+    executor = MemoryExecutor(model.evaluate)
+    targets = [(m.id, m.index) for m in mutant_set.valid]
+    config = WitnessConfig(cycles=400, stimulus=StimulusConfig(tests=2, cycles=8))
+    search = find_witnesses(schemata_targets(mutant_set), targets, config, executor)
+    assert set(search.witnesses) == {"m0001", "m0002", "m0003"} and not search.hung
+    for mid, plan in search.witnesses.items():  # each witness passes on golden and fails on its mutant
+        ops = compile_plan(plan, mutant_set.design)
+        index = next(m.index for m in mutant_set.valid if m.id == mid)
+        assert model.evaluate(Evaluation("g", ops), Limits()).status == "pass"
+        assert model.evaluate(Evaluation("m", ops, index), Limits()).status == "fail"
+    spent = find_witnesses(schemata_targets(mutant_set), targets, WitnessConfig(total_s=0.0), executor)
+    assert not spent.witnesses and spent.unsearched == len(targets)
