@@ -555,8 +555,7 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: planread.Read
         except Exception:  # never a reward of its own: the path below decides
             _log.debug("hwtp.rewards: the fast plan reader failed; reading the plan again", exc_info=True)
     if isinstance(read, tuple):
-        tests, ops, cycles = read
-        key = planread.plan_key(tests)
+        key, ops, cycles = read
         if key not in example_keys(prompt):  # an example plan: the path below says so
             return PlanInput(key, None, None, state, "completion", compiled=(ops, cycles))
     plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
