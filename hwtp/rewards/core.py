@@ -421,18 +421,22 @@ class Scorer:
         seen: set[tuple[str, str]] = set()
         keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
         fresh: list[PlanInput] = []
-        for index, truth, text, prompt in members:
-            p = _plan_input(text, truth.state, prompt, reader)
-            key = (p.id, p.state or GOLDEN)
-            if key not in seen:
-                seen.add(key)
-                fresh.append(p)
-            keys.append((index, truth, key))
-            if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
-                submit(fresh)
-                fresh = []
-        if fresh:
+        rest = iter(members)
+        while True:
+            with planread.quiet():  # one redirection of rapidyaml's messages per chunk
+                for index, truth, text, prompt in rest:
+                    p = _plan_input(text, truth.state, prompt, reader)
+                    key = (p.id, p.state or GOLDEN)
+                    if key not in seen:
+                        seen.add(key)
+                        fresh.append(p)
+                    keys.append((index, truth, key))
+                    if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
+                        break
+            if not fresh:
+                break
             submit(fresh)
+            fresh = []
         samples = {}
         for prepared, future in pending:
             results: dict[str, Any] = future.result() if future is not None else {}
