@@ -113,6 +113,11 @@ def _dumps(data: Any) -> bytes | None:
         return None
 
 
+def _text(text: str) -> bytes:
+    """A string as orjson writes it (the reader runs only with orjson)."""
+    return orjson.dumps(text)  # type: ignore[no-any-return]
+
+
 def _plain_dumps(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, default=str).encode()
 
@@ -220,7 +225,7 @@ _arena = _Arena()
 def _parse(data: bytes) -> Any:
     """rapidyaml's tree of ``data`` (the calling thread's tree, reused), with its parse-error
     message kept off standard error (:class:`_Quiet`)."""
-    tree = _arena.tree
+    tree: Any = _arena.tree
     with _quiet:
         tree.clear()
         tree.clear_arena()
@@ -302,13 +307,13 @@ _NODES, _CYCLES, _WRITTEN = itemgetter(3), itemgetter(4), itemgetter(2)
 def _shapes_key(shapes: list[tuple[str, str, list[_Step]]]) -> str:
     """:func:`plan_key` of the tests (name, description, steps), from the steps' written bytes
     (the same bytes orjson writes of the whole; the data form when one cannot be written)."""
-    keyed = []
+    keyed: list[bytes] = []
     for name, description, steps in shapes:
-        written = list(map(_WRITTEN, steps))
+        written: list[Any] = list(map(_WRITTEN, steps))
         if None in written:
             break
-        head = b'{"description":%b,"name":' % _dumps(description) if description else b'{"name":'
-        keyed.append(b'%b%b,"steps":[%b]}' % (head, _dumps(name), b",".join(written)))  # type: ignore[arg-type]
+        head = b'{"description":%b,"name":' % _text(description) if description else b'{"name":'
+        keyed.append(b'%b%b,"steps":[%b]}' % (head, _text(name), b",".join(written)))
     else:
         return _key(b"[%b]" % b",".join(keyed))
     tests = []
@@ -444,8 +449,8 @@ class Reader:
                 return _BAD
             if kind == "reset" and not self.has_reset:
                 return _BAD
-            data = {kind: body}
-            return _Step(kind[0], body, _dumps(data), 1, body, data)
+            counted: dict[str, Any] = {kind: body}
+            return _Step(kind[0], body, _dumps(counted), 1, body, counted)
         if kind not in STEP_KINDS or body.__class__ is not dict or not body:
             return _BAD
         table = self._drive if kind == "drive" else self._expect
@@ -460,7 +465,7 @@ class Reader:
                 return _BAD
             entries.append(known[0])
             literals[port] = known[1]
-        data = {kind: literals}
+        data: dict[str, Any] = {kind: literals}
         return _Step("d" if kind == "drive" else "e", entries, _dumps(data), 1 + len(body), 0, data)
 
     def _learn(self, table: dict[Any, Any], kind: str, port: str, raw: Any) -> Any:
