@@ -44,9 +44,8 @@ import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from hwtp import env
 from hwtp.errors import HwtpError, SimulationError
@@ -148,8 +147,9 @@ class _Ticket:
                 self.future.set_exception(error)
 
 
-@dataclass(frozen=True)
-class _Task:
+class _Task(NamedTuple):
+    """One queued evaluation: its caller's ticket and its socket line."""
+
     evaluation: Evaluation
     ticket: _Ticket
     line: bytes
@@ -298,19 +298,22 @@ class _Worker:
         if not end:
             return False
         lines, self.inbuf = bytes(self.inbuf[:end]), self.inbuf[end:]
-        got = False
-        for line in lines.splitlines():
-            if not line.strip():
-                continue
-            result = EvalResult.from_line(decode_line(line))
-            task = inflight.popleft()
-            if task.evaluation.id != result.id:
-                raise SimulationError(f"warm simulator answered {result.id!r} for {task.evaluation.id!r}")
-            task.ticket.put(result)
-            self.pool.counters.add(evaluations=1)
-            got = True
-            self.unproven = False
-        return got
+        got = 0
+        try:
+            for line in lines.splitlines():
+                if not line.strip():
+                    continue
+                result = EvalResult.from_line(decode_line(line))
+                task = inflight.popleft()
+                if task.evaluation.id != result.id:
+                    raise SimulationError(f"warm simulator answered {result.id!r} for {task.evaluation.id!r}")
+                task.ticket.put(result)
+                got += 1
+                self.unproven = False
+        finally:
+            if got:
+                self.pool.counters.add(evaluations=got)
+        return bool(got)
 
     def _fault(self, kind: Ending, inflight: deque[_Task]) -> None:
         """The process is over budget or dead: stop it, settle the evaluation it held (unless

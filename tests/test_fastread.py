@@ -407,7 +407,7 @@ def test_rapidyaml_parse_errors_never_reach_standard_error(capfd: pytest.Capture
 def test_other_output_written_during_a_parse_is_forwarded(
     capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def parse(data: bytes) -> None:  # as rapidyaml fails, with another thread's line in between
+    def parse(data: bytes, tree: object = None) -> None:  # as rapidyaml fails, with another thread's line in between
         import os
 
         os.write(2, b"another thread's line\n")

@@ -33,6 +33,7 @@ guesses. Only candidates that may be plans (they contain ``tests``) are parsed. 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -41,7 +42,8 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -96,13 +98,31 @@ _INT = "tag:yaml.org,2002:int"
 def plan_key(tests: Any) -> str:
     """The id of a plan by its tests (:func:`hwtp.plans.format.to_data`'s ``tests``): completions
     whose tests are equal simulate once."""
-    if orjson is not None:
-        try:
-            text = orjson.dumps(tests, option=orjson.OPT_SORT_KEYS)
-        except TypeError:  # an integer wider than 64 bits
-            text = json.dumps(tests, sort_keys=True, default=str).encode()
-    else:
-        text = json.dumps(tests, sort_keys=True, default=str).encode()
+    text = _dumps(tests)
+    return _key(text if text is not None else _plain_dumps(tests))
+
+
+def _dumps(data: Any) -> bytes | None:
+    """``data`` as :func:`plan_key` writes it with orjson (compact, keys sorted), or None (no
+    orjson, or an integer wider than 64 bits)."""
+    if orjson is None:
+        return None
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer wider than 64 bits
+        return None
+
+
+def _text(text: str) -> bytes:
+    """A string as orjson writes it (the reader runs only with orjson)."""
+    return orjson.dumps(text)  # type: ignore[no-any-return]
+
+
+def _plain_dumps(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, default=str).encode()
+
+
+def _key(text: bytes) -> str:
     return "p" + hashlib.sha256(text).hexdigest()[:16]
 
 
@@ -122,7 +142,6 @@ _tags: dict[str, str] = {}
 
 
 _RYML_MESSAGE = re.compile(rb"line=\d+ col=\d+ \(\d+B\): ERROR: [^\n]*\n(?:[^\n]*: \(detected here\)\n)?")
-_quiet = threading.Lock()
 _sink: tuple[int, int] | None = None  # (process id, descriptor): a forked child makes its own
 
 
@@ -138,29 +157,91 @@ def _sink_fd() -> int:
     return _sink[1]
 
 
-def _parse(data: bytes) -> Any:
-    """rapidyaml's tree of ``data``, with its parse-error message kept off standard error:
-    descriptor 2 points at a private file during the parse (a few microseconds), then what
-    landed there apart from rapidyaml's own message goes on to the real descriptor 2."""
-    with _quiet:
-        sink = _sink_fd()
-        saved = os.dup(2)
-        os.dup2(sink, 2)
+class _Quiet:
+    """Descriptor 2 pointed at a private file while held (re-entrant, one thread at a time);
+    on the outermost exit what landed there apart from rapidyaml's own messages goes on to
+    the real descriptor 2. :func:`quiet` holds it over many parses (one redirection for a
+    chunk of completions, not five system calls per parse)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._saved = -1
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            try:
+                sink = _sink_fd()
+                self._saved = os.dup(2)
+                os.dup2(sink, 2)
+            except BaseException:
+                self._depth -= 1
+                self._lock.release()
+                raise
+
+    def __exit__(self, *_exc: object) -> None:
         try:
-            return ryml.parse_in_arena(data)
+            self._depth -= 1
+            if self._depth == 0:
+                sink = _sink_fd()
+                os.dup2(self._saved, 2)
+                os.close(self._saved)
+                if os.fstat(sink).st_size:
+                    os.lseek(sink, 0, os.SEEK_SET)
+                    written = b""
+                    while chunk := os.read(sink, 65536):
+                        written += chunk
+                    os.ftruncate(sink, 0)
+                    os.lseek(sink, 0, os.SEEK_SET)
+                    rest = _RYML_MESSAGE.sub(b"", written)
+                    if rest:
+                        os.write(2, rest)
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            if os.fstat(sink).st_size:
-                os.lseek(sink, 0, os.SEEK_SET)
-                written = b""
-                while chunk := os.read(sink, 65536):
-                    written += chunk
-                os.ftruncate(sink, 0)
-                os.lseek(sink, 0, os.SEEK_SET)
-                rest = _RYML_MESSAGE.sub(b"", written)
-                if rest:
-                    os.write(2, rest)
+            self._lock.release()
+
+
+_quiet = _Quiet()
+
+
+def quiet() -> contextlib.AbstractContextManager[None]:
+    """Hold rapidyaml's parse-error messages off standard error across the reads inside
+    (``with quiet(): ...``); each parse holds it anyway, so this only saves the redirections."""
+    return _quiet if FAST else contextlib.nullcontext()
+
+
+class _Arena(threading.local):
+    """Each thread's rapidyaml tree and JSON buffer, reused from one parse to the next."""
+
+    def __init__(self) -> None:
+        self.tree = ryml.Tree() if ryml is not None else None
+        self.buffer = bytearray(1 << 16)
+
+
+_arena = _Arena()
+
+
+def _parse(data: bytes) -> Any:
+    """rapidyaml's tree of ``data`` (the calling thread's tree, reused), with its parse-error
+    message kept off standard error (:class:`_Quiet`)."""
+    tree: Any = _arena.tree
+    with _quiet:
+        tree.clear()
+        tree.clear_arena()
+        return ryml.parse_in_arena(data, tree)
+
+
+def _json(tree: Any, root: int) -> Any:
+    """The data of ``tree`` below ``root``: written as JSON by rapidyaml into the thread's
+    buffer (grown when short), read by orjson."""
+    buffer = _arena.buffer
+    failed, size = ryml.emit_json_to_substr(tree, root, buffer)
+    if failed:
+        buffer = _arena.buffer = bytearray(size + (size >> 2))
+        failed, size = ryml.emit_json_to_substr(tree, root, buffer)
+    with memoryview(buffer) as view, view[:size] as written:
+        return orjson.loads(written)
 
 
 def _deep(candidate: str) -> bool:
@@ -181,13 +262,12 @@ def _load(candidate: str) -> tuple[Any, int] | None:
         return None  # document markers
     try:
         tree = _parse(data)
-        if tree.is_stream(tree.root_id()):
+        root = tree.root_id()
+        if tree.is_stream(root):
             return None
-        text = ryml.emit_json_malloc(tree, tree.root_id())
-        loaded = orjson.loads(text)
+        return _json(tree, root), tree.size()
     except Exception:  # rapidyaml's parse errors, JSON it cannot write: the old path decides
         return None
-    return loaded, tree.size()
 
 
 def _count(value: Any) -> int:
@@ -210,13 +290,49 @@ def _strings_plain(value: Any) -> bool:
     return not isinstance(value, float)
 
 
+class _Step(NamedTuple):
+    """What one step compiles to, kept by the reader for every plan that holds the same step."""
+
+    code: str  # the op's code (hwtp.sim.job.compile_plan)
+    arg: Any  # the op's argument: a count, or the port entries
+    written: bytes | None  # the step of to_data's tests as plan_key writes it (None: orjson cannot)
+    nodes: int  # its nodes in rapidyaml's tree, below the steps list
+    cycles: int  # the cycles it advances
+    data: dict[str, Any]  # the step as hwtp.plans.format.to_data writes it
+
+
+_NODES, _CYCLES, _WRITTEN = itemgetter(3), itemgetter(4), itemgetter(2)
+
+
+def _shapes_key(shapes: list[tuple[str, str, list[_Step]]]) -> str:
+    """:func:`plan_key` of the tests (name, description, steps), from the steps' written bytes
+    (the same bytes orjson writes of the whole; the data form when one cannot be written)."""
+    keyed: list[bytes] = []
+    for name, description, steps in shapes:
+        written: list[Any] = list(map(_WRITTEN, steps))
+        if None in written:
+            break
+        head = b'{"description":%b,"name":' % _text(description) if description else b'{"name":'
+        keyed.append(b'%b%b,"steps":[%b]}' % (head, _text(name), b",".join(written)))
+    else:
+        return _key(b"[%b]" % b",".join(keyed))
+    tests = []
+    for name, description, steps in shapes:
+        entry: dict[str, Any] = {"name": name}
+        if description:
+            entry["description"] = description
+        entry["steps"] = [step.data for step in steps]
+        tests.append(entry)
+    return plan_key(tests)
+
+
 class Reader:
     """Reads completions into compiled plans for one design and cycle limit.
 
-    :meth:`read` gives ``(tests, ops, cycles)`` (the plan's tests as
+    :meth:`read` gives ``(plan id, ops, cycles)`` (the :func:`plan_key` of the plan's tests as
     :func:`hwtp.plans.format.to_data` writes them, the harness ops of
     :func:`hwtp.sim.job.compile_plan`, :func:`hwtp.sim.job.plan_cycles`), :data:`NO_PLAN`,
-    or :data:`UNDECIDED`. Port values are looked up in a bounded table of the literals seen.
+    or :data:`UNDECIDED`. Steps and port values are looked up in bounded tables of those seen.
     """
 
     _TABLE = 1 << 16
@@ -236,10 +352,11 @@ class Reader:
         # share an entry (they are the same value to hwtp.plans.values.parse_value)
         self._drive: dict[tuple[str, Any], Any] = {}
         self._expect: dict[tuple[str, Any], Any] = {}
-        # (kind, its (port, value) pairs) -> what _step makes of it: steps repeat across plans
-        self._steps: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        # a step, (kind, count) or (kind, *its (port, value) pairs) -> what _step makes of it
+        # (a _Step, or _BAD): steps repeat across plans
+        self._steps: dict[tuple[Any, ...], Any] = {}
 
-    def read(self, text: str) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], ...], int] | str | None:
+    def read(self, text: str) -> tuple[str, tuple[dict[str, Any], ...], int] | str | None:
         """What the old path makes of a completion's response ``text``, when decidable here."""
         if not FAST or len(text) > _MAX_TEXT or (not text.isascii() and _SURROGATES.search(text)):
             return UNDECIDED
@@ -275,7 +392,7 @@ class Reader:
             return None
         nodes += len(tests)
         names: set[str] = set()
-        out_tests: list[dict[str, Any]] = []
+        shapes: list[tuple[str, str, list[_Step]]] = []  # (name, description, steps) of each test
         compiled: list[dict[str, Any]] = []
         total = self.per_test * len(tests)
         steps_seen = self._steps
@@ -295,52 +412,47 @@ class Reader:
                 return None
             if _plain_tag(name) != _STR or not _strings_plain(raw.get("description")):
                 return None
-            nodes += len(steps)
-            ops: list[list[Any]] = []
-            data_steps: list[dict[str, Any]] = []
-            for index, step in enumerate(steps, start=1):
-                if not isinstance(step, dict) or len(step) != 1:
+            known: list[_Step] = []
+            for step in steps:
+                if step.__class__ is not dict or len(step) != 1:
                     return None
                 ((kind, body),) = step.items()
-                nodes += 1
-                if kind == "wait" or kind == "reset":
-                    if type(body) is not int or not 1 <= body <= MAX_WAIT or body > self.max_cycles:
+                if body.__class__ is dict:
+                    if not _SCALARS.issuperset(map(type, body.values())):  # a float equals an int as a key
                         return None
-                    if kind == "reset" and not self.has_reset:
-                        return None
-                    total += body
-                    ops.append([kind[0], body, index])
-                    data_steps.append({kind: body})
-                    continue
-                if kind not in STEP_KINDS or not isinstance(body, dict) or not body:
+                    step_key: tuple[Any, ...] = (kind, *body.items())
+                elif body.__class__ is int:
+                    step_key = (kind, body)
+                else:
                     return None
-                nodes += len(body)
-                if not _SCALARS.issuperset(map(type, body.values())):  # a float equals an int as a key
-                    return None
-                step_key = (kind, tuple(body.items()))
-                known = steps_seen.get(step_key)
-                if known is None:
-                    known = self._step(kind, body)
+                found = steps_seen.get(step_key)
+                if found is None:
+                    found = self._step(kind, body)
                     if len(steps_seen) >= self._TABLE:
                         steps_seen.clear()
-                    steps_seen[step_key] = known
-                if known is _BAD:
+                    steps_seen[step_key] = found
+                if found is _BAD:
                     return None
-                ops.append([known[0], known[1], index])
-                data_steps.append(known[2])
-            entry: dict[str, Any] = {"name": name}
-            if description:
-                entry["description"] = description
-            entry["steps"] = data_steps
-            out_tests.append(entry)
-            compiled.append({"name": name, "ops": ops})
+                known.append(found)
+            nodes += len(steps) + sum(map(_NODES, known))
+            total += sum(map(_CYCLES, known))
+            shapes.append((name, description, known))
+            compiled.append({"name": name, "ops": [[s[0], s[1], index] for index, s in enumerate(known, start=1)]})
         if nodes != size or total > self.max_cycles:
             return None
-        return out_tests, tuple(compiled), total
+        return _shapes_key(shapes), tuple(compiled), total
 
-    def _step(self, kind: str, body: dict[str, Any]) -> Any:
-        """(op code, the op's entries, the step as :func:`hwtp.plans.format.to_data` writes it) of a
-        drive or expect step, or ``_BAD``."""
+    def _step(self, kind: str, body: Any) -> Any:
+        """What a step compiles to (:class:`_Step`), or ``_BAD`` when not decidable here."""
+        if kind == "wait" or kind == "reset":
+            if body.__class__ is not int or not 1 <= body <= MAX_WAIT or body > self.max_cycles:
+                return _BAD
+            if kind == "reset" and not self.has_reset:
+                return _BAD
+            counted: dict[str, Any] = {kind: body}
+            return _Step(kind[0], body, _dumps(counted), 1, body, counted)
+        if kind not in STEP_KINDS or body.__class__ is not dict or not body:
+            return _BAD
         table = self._drive if kind == "drive" else self._expect
         entries, literals = [], {}
         for port, raw_value in body.items():
@@ -353,7 +465,8 @@ class Reader:
                 return _BAD
             entries.append(known[0])
             literals[port] = known[1]
-        return "d" if kind == "drive" else "e", entries, {kind: literals}
+        data: dict[str, Any] = {kind: literals}
+        return _Step("d" if kind == "drive" else "e", entries, _dumps(data), 1 + len(body), 0, data)
 
     def _learn(self, table: dict[Any, Any], kind: str, port: str, raw: Any) -> Any:
         """The table entry of ``raw`` on ``port`` (``_BAD`` when not decidable), kept."""

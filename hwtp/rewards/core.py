@@ -442,18 +442,22 @@ class Scorer:
         seen: set[tuple[str, str]] = set()
         keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
         fresh: list[PlanInput] = []
-        for index, truth, text, prompt in members:
-            p = _plan_input(text, truth.state, prompt, reader)
-            key = (p.id, p.state or GOLDEN)
-            if key not in seen:
-                seen.add(key)
-                fresh.append(p)
-            keys.append((index, truth, key))
-            if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
-                submit(fresh)
-                fresh = []
-        if fresh:
+        rest = iter(members)
+        while True:
+            with fastread.quiet():  # one redirection of rapidyaml's messages per chunk
+                for index, truth, text, prompt in rest:
+                    p = _plan_input(text, truth.state, prompt, reader)
+                    key = (p.id, p.state or GOLDEN)
+                    if key not in seen:
+                        seen.add(key)
+                        fresh.append(p)
+                    keys.append((index, truth, key))
+                    if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
+                        break
+            if not fresh:
+                break
             submit(fresh)
+            fresh = []
         samples = {}
         for prepared, future in pending:
             results: dict[str, Any] = future.result() if future is not None else {}
@@ -576,8 +580,7 @@ def _plan_input(text: Any, state: str, prompt: str | None, reader: fastread.Read
         except Exception:  # never a reward of its own: the path below decides
             _log.debug("hwtp.rewards: the fast plan reader failed; reading the plan again", exc_info=True)
     if isinstance(read, tuple):
-        tests, ops, cycles = read
-        key = fastread.plan_key(tests)
+        key, ops, cycles = read
         if key not in example_keys(prompt):  # an example plan: the path below says so
             return PlanInput(key, None, None, state, "completion", compiled=(ops, cycles))
     plan_id = "c" + hashlib.sha256(response.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
