@@ -423,11 +423,7 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
                     skipped = [ev for ev in pending if ev.mutant == held.mutant]
                     pending = [ev for ev in pending if ev.mutant != held.mutant]
                     for ev in skipped:
-                        put(
-                            EvalResult(
-                                ev.id, EvalStatus.TIMEOUT, reason=f"{reason} (an earlier evaluation)", fault=Fault.HANG
-                            )
-                        )
+                        put(hung_before(ev.id, reason))
                 continue
             put(died(held.id, ended.log))
             if ctx.drop_hung and results[held.id].fault == Fault.DESIGN and held.mutant == 0:
@@ -448,6 +444,11 @@ def _run_chunk(job: Job, ctx: _Context) -> list[EvalResult]:
 def budget_spent(id_: str) -> EvalResult:
     """The result of an evaluation not run because the call's time budget was spent."""
     return EvalResult(id_, EvalStatus.TIMEOUT, reason="not run: the time budget was spent", fault=Fault.BUDGET)
+
+
+def hung_before(id_: str, reason: str) -> EvalResult:
+    """The result of an evaluation not run because an earlier one of its state hung (``drop_hung``)."""
+    return EvalResult(id_, EvalStatus.TIMEOUT, reason=f"{reason} (an earlier evaluation)", fault=Fault.HANG)
 
 
 def over_cycle_limit(ev: Evaluation, limits: Limits) -> EvalResult | None:

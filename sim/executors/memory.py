@@ -21,7 +21,7 @@ from typing import Any
 
 from hwtp.sim.executors.base import Builds, Schemata
 from hwtp.sim.job import Evaluation, Limits
-from hwtp.sim.runner import Counters, EvalResult, EvalStatus, Fault, budget_spent
+from hwtp.sim.runner import Counters, EvalResult, Fault, budget_spent, hung_before
 
 Evaluate = Callable[[Evaluation, Limits], EvalResult]
 
@@ -59,8 +59,7 @@ class MemoryExecutor:
                 if deadline is not None and time.monotonic() > deadline:
                     result = budget_spent(ev.id)
                 elif ev.mutant in hung:
-                    result = EvalResult(ev.id, EvalStatus.TIMEOUT, reason=f"{hung[ev.mutant]} (an earlier evaluation)",
-                                        fault=Fault.HANG)
+                    result = hung_before(ev.id, hung[ev.mutant])
                 else:
                     result = self.evaluate(ev, limits)
                     if result.id != ev.id:
