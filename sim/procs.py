@@ -78,12 +78,16 @@ def spawn(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
 def supervised(argv: Sequence[str], **kwargs: Any) -> Iterator[subprocess.Popen[Any]]:
     """``with supervised(argv, ...) as proc:`` starts ``argv`` (:func:`spawn`); however the
     block ends (done, a timeout, an exception, an interrupt) the group is killed if it still
-    runs, the process reaped and forgotten."""
+    runs, the process reaped and forgotten, and the pipes it was given closed."""
     proc = spawn(argv, **kwargs)
     try:
         yield proc
     finally:
         kill(proc)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):  # a timeout leaves them open
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
 def wait(proc: subprocess.Popen[Any], timeout: float) -> bool:

@@ -405,6 +405,22 @@ def test_the_supervisor_kills_the_whole_group_however_the_block_ends(tmp_path: P
     assert proc not in procs._live
 
 
+def test_a_timeout_kills_the_group_and_closes_its_pipes(tmp_path: Path) -> None:
+    """A timeout once left the child's pipes open: their ResourceWarning surfaced in whatever
+    test the garbage collector happened to run in next."""
+    marker = f"hwtp-test-{os.getpid()}-{tmp_path.name}"
+    argv = ["sh", "-c", "echo started; sleep 300", marker]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "stdin": subprocess.PIPE}
+    with pytest.raises(subprocess.TimeoutExpired), procs.supervised(argv, text=True, **pipes) as proc:
+        proc.communicate(timeout=0.5)
+    assert _gone(marker)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    assert proc.stdin.closed and proc.stdout.closed and proc.stderr.closed
+    with pytest.raises(subprocess.TimeoutExpired):  # procs.run is the same supervisor
+        procs.run(argv, timeout=0.5, capture_output=True, text=True)
+    assert _gone(marker)
+
+
 def test_stop_all_kills_what_runs_and_refuses_new_processes(tmp_path: Path) -> None:
     marker = f"hwtp-test-{os.getpid()}-{tmp_path.name}"
     try:

@@ -132,9 +132,20 @@ def pdr(exe: str, abc: str, script: Path, aiger: str, limit_s: float, cwd: Path)
     return Pdr(False, used, int(frame.group(1))) if frame else Pdr(None, used)
 
 
+#: Wall-clock seconds ``yosys -V`` may take: the first run of the ``hwtp[formal]`` extra's
+#: WebAssembly Yosys compiles it to machine code (about a minute alone, several on a busy
+#: machine) and caches the result, so this first call absorbs that and the checks' CPU limits
+#: do not.
+VERSION_TIMEOUT_S = 900.0
+
+
 def version(exe: str) -> str:
     """``Yosys 0.23 (...)`` shortened to ``yosys 0.23``."""
-    out = procs.run([exe, "-V"], timeout=30, capture_output=True, text=True).stdout or ""
+    try:
+        run = procs.run([exe, "-V"], timeout=VERSION_TIMEOUT_S, capture_output=True, text=True)
+    except subprocess.TimeoutExpired as exc:
+        raise ToolchainError(f"{exe} -V did not answer within {VERSION_TIMEOUT_S:.0f} s") from exc
+    out = run.stdout or ""
     found = re.search(r"Yosys\s+(\S+)", out)
     return f"yosys {found.group(1)}" if found else "yosys"
 
