@@ -201,9 +201,8 @@ def run_script(exe: str, script: Path, marker: str, limit_s: float, cwd: Path, s
         try:
             _follow(proc, lines, marker, limit_s, startup_s, result)
         finally:
-            procs.kill(proc)  # ends the output too: the reader sees its end
+            procs.kill(proc)  # ends the output too: the reader sees its end (the supervisor closes it)
             reader.join(timeout=5)
-            stream.close()
     return result
 
 
