@@ -364,6 +364,27 @@ def test_edge_scalars_as_port_values_read_as_pyyaml_reads_them() -> None:
     assert not {"yes", "on", "017", "1:30", "~", "!!str 5", "&a 5"} & decided  # YAML 1.1 reads them otherwise
 
 
+def test_steps_equal_as_values_but_not_in_type_each_read_as_the_old_path() -> None:
+    """The reader keeps a step's record by the step's JSON bytes: 1, true, '1' and 1.0 are four
+    steps (the old path reads some of them alike, some not), each read as the old path reads it,
+    in either order; an integer past 64 bits, which orjson cannot write, takes the old path."""
+    design = load_design("counter_en_load")
+    values = ["1", "true", "'1'", "1.0", "0x1", "123456789012345678901234567890", "-1", "1"]
+    for order in (values, values[::-1]):
+        reader = fastread.Reader(design, CYCLE_LIMIT)
+        for value in order:
+            text = (
+                f"tests:\n- name: t\n  steps:\n  - drive: {{en: {value}}}\n  - wait: 1\n"
+                f"  - expect: {{tc: {value}}}\n"
+            )
+            old = _outcome(text, "golden", None, design)
+            assert _outcome(text, "golden", reader, design)[:3] == old[:3], value
+            # the same step again, now from the reader's table
+            assert _outcome(text, "golden", reader, design)[:3] == old[:3], value
+    wide = "tests:\n- name: t\n  steps:\n  - drive: {en: 123456789012345678901234567890}\n"
+    assert fastread.Reader(design, CYCLE_LIMIT).read(wide) is fastread.UNDECIDED
+
+
 _OLD_TRAILING = re.compile(
     r"(?:\s|<\|[A-Za-z0-9_.:-]{1,40}\|>|</s>|<eos>|<pad>|<end_of_turn>|<｜[^<>｜]{1,40}｜>|\[/?INST\])+\Z"
 )

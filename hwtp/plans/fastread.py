@@ -352,9 +352,9 @@ class Reader:
         # share an entry (they are the same value to hwtp.plans.values.parse_value)
         self._drive: dict[tuple[str, Any], Any] = {}
         self._expect: dict[tuple[str, Any], Any] = {}
-        # a step, (kind, count) or (kind, *its (port, value) pairs) -> what _step makes of it
-        # (a _Step, or _BAD): steps repeat across plans
-        self._steps: dict[tuple[Any, ...], Any] = {}
+        # a step's JSON bytes (orjson's, of the step as read) -> what _step_of makes of it (a
+        # _Step, or _BAD): steps repeat across plans
+        self._steps: dict[bytes, Any] = {}
 
     def read(self, text: str) -> tuple[str, tuple[dict[str, Any], ...], int] | str | None:
         """What the old path makes of a completion's response ``text``, when decidable here."""
@@ -412,28 +412,20 @@ class Reader:
                 return None
             if _plain_tag(name) != _STR or not _strings_plain(raw.get("description")):
                 return None
-            known: list[_Step] = []
-            for step in steps:
-                if step.__class__ is not dict or len(step) != 1:
-                    return None
-                ((kind, body),) = step.items()
-                if body.__class__ is dict:
-                    if not _SCALARS.issuperset(map(type, body.values())):  # a float equals an int as a key
-                        return None
-                    step_key: tuple[Any, ...] = (kind, *body.items())
-                elif body.__class__ is int:
-                    step_key = (kind, body)
-                else:
-                    return None
-                found = steps_seen.get(step_key)
-                if found is None:
-                    found = self._step(kind, body)
-                    if len(steps_seen) >= self._TABLE:
-                        steps_seen.clear()
-                    steps_seen[step_key] = found
-                if found is _BAD:
-                    return None
-                known.append(found)
+            try:  # each step by its JSON bytes (C speed): equal bytes, equal data of equal types
+                written = list(map(orjson.dumps, steps))
+            except TypeError:  # an integer wider than 64 bits
+                return None
+            known: list[Any] = list(map(steps_seen.get, written))
+            if None in known:
+                for at, found in enumerate(known):
+                    if found is None:
+                        found = known[at] = self._step_of(steps[at])
+                        if len(steps_seen) >= self._TABLE:
+                            steps_seen.clear()
+                        steps_seen[written[at]] = found
+            if _BAD in known:
+                return None
             nodes += len(steps) + sum(map(_NODES, known))
             total += sum(map(_CYCLES, known))
             shapes.append((name, description, known))
@@ -441,6 +433,18 @@ class Reader:
         if nodes != size or total > self.max_cycles:
             return None
         return _shapes_key(shapes), tuple(compiled), total
+
+    def _step_of(self, step: Any) -> Any:
+        """What one step as read compiles to (:class:`_Step`), or ``_BAD``."""
+        if step.__class__ is not dict or len(step) != 1:
+            return _BAD
+        ((kind, body),) = step.items()
+        if body.__class__ is dict:
+            if not _SCALARS.issuperset(map(type, body.values())):
+                return _BAD
+        elif body.__class__ is not int:
+            return _BAD
+        return self._step(kind, body)
 
     def _step(self, kind: str, body: Any) -> Any:
         """What a step compiles to (:class:`_Step`), or ``_BAD`` when not decidable here."""
