@@ -142,8 +142,9 @@ class MutantSet:
     witnesses: dict[str, Plan] = field(default_factory=dict, compare=False)
     spares: tuple[Mutant, ...] = ()
 
-    @property
+    @functools.cached_property
     def valid(self) -> tuple[Mutant, ...]:
+        """The mutants that compile and differ from golden (kept: the record is immutable)."""
         return tuple(m for m in self.mutants if m.status == MutantStatus.VALID)
 
     @functools.cached_property
@@ -153,7 +154,7 @@ class MutantSet:
         payload = json.dumps(self.as_json(), sort_keys=True).encode()
         return hashlib.sha256(payload).hexdigest()
 
-    @property
+    @functools.cached_property
     def states(self) -> tuple[Mutant, ...]:
         """The valid mutants that make default states for planning, scoring and training:
         all but the non-terminating ones (every evaluation on them would only time out) and

@@ -52,8 +52,9 @@ def test_ground_truth_forms() -> None:
         ({"design": "../etc", "state": "golden", "mutant_set": HASH}, "not a design name"),
         ({"design": "x", "state": 3, "mutant_set": HASH}, "must be text"),
     ]:
-        with pytest.raises(RewardError, match=words):
-            R.parse_truth(bad)
+        for _ in range(2):  # a refused ground truth is refused every time (the checked ones are kept)
+            with pytest.raises(RewardError, match=words):
+                R.parse_truth(bad)
 
 
 def test_trailing_special_tokens_and_prompt_cut() -> None:

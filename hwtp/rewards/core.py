@@ -25,6 +25,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -62,6 +63,7 @@ from hwtp.scoring.score import (
     ceiling,
     prepare,
 )
+from hwtp.sim import switching
 from hwtp.sim.executors.base import EXECUTORS, Executor, Schemata, schemata_targets
 from hwtp.sim.executors.choice import make_executor
 from hwtp.sim.job import Limits
@@ -409,8 +411,9 @@ class Scorer:
             groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
         sets = {key: self.find_mutant_set(members[0][1], config) for key, members in groups.items()}  # all first
         out: list[RewardResult | None] = [None] * len(items)
-        for key, members in groups.items():
-            self._score_group(sets[key], members, out, config)
+        with switching.responsive():  # the executor's I/O threads served while plans are read
+            for key, members in groups.items():
+                self._score_group(sets[key], members, out, config)
         return [r for r in out if r is not None]
 
     def _score_group(
@@ -430,18 +433,24 @@ class Scorer:
         scheme = self.scheme_for(mutant_set, config)
         score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
         reader = self.reader(mutant_set, config.limits.max_cycles)
-        pending: list[tuple[Prepared, Any]] = []  # (chunk, a future of its results, or None)
+        pending: deque[tuple[Prepared, Future[dict[str, Any]] | None]] = deque()  # chunks not yet assembled
+        samples: dict[tuple[str, str], SampleResult] = {}
 
-        def submit(chunk: list[PlanInput]) -> None:
-            prepared = prepare(mutant_set, chunk, score_config)
-            evaluations = list(prepared.evaluations.values())
-            pending.append((prepared, self.submit(mutant_set, evaluations, config) if evaluations else None))
+        def collect(wait: bool) -> None:
+            """Assemble the chunks whose results are in (in order; with ``wait``, every chunk)."""
+            while pending and (wait or pending[0][1] is None or pending[0][1].done()):
+                prepared, future = pending.popleft()
+                results: dict[str, Any] = future.result() if future is not None else {}
+                samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
 
-        # read a chunk, hand it to the workers, read the next one while they simulate (the first
-        # chunk is half as large, so that they start sooner)
+        # read a chunk, hand it to the workers, read the next one while they simulate: the first
+        # chunk small, so that they start at once, then each twice the last up to _CHUNK (a call
+        # keeps the workers busy from its first plans on); chunks already simulated are assembled
+        # between two chunks, so that little is left to do once the last result is in
         seen: set[tuple[str, str]] = set()
         keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
         fresh: list[PlanInput] = []
+        size = _FIRST_CHUNK
         rest = iter(members)
         while True:
             with fastread.quiet():  # one redirection of rapidyaml's messages per chunk
@@ -452,16 +461,16 @@ class Scorer:
                         seen.add(key)
                         fresh.append(p)
                     keys.append((index, truth, key))
-                    if len(fresh) >= (_CHUNK if pending else _CHUNK // 2):
+                    if len(fresh) >= size:
                         break
             if not fresh:
                 break
-            submit(fresh)
-            fresh = []
-        samples = {}
-        for prepared, future in pending:
-            results: dict[str, Any] = future.result() if future is not None else {}
-            samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
+            prepared = prepare(mutant_set, fresh, score_config)
+            evaluations = list(prepared.evaluations.values())
+            pending.append((prepared, self.submit(mutant_set, evaluations, config) if evaluations else None))
+            collect(wait=False)
+            fresh, size = [], min(2 * size, _CHUNK)
+        collect(wait=True)
         for index, truth, key in keys:
             out[index] = _result(samples[key], truth, scheme.name)
 
@@ -559,7 +568,8 @@ def ceiling_of(truth: GroundTruth) -> float:
 
 # --------------------------------------------------------------------------- scoring
 
-#: Completions compiled per pool submission in a batch.
+#: Completions read per submission to the workers in a batch: the first chunk, and the largest.
+_FIRST_CHUNK = 2
 _CHUNK = 16
 
 

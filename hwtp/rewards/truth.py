@@ -7,6 +7,7 @@ as a dict or as JSON text); never the answer. A malformed ground truth is a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -35,6 +36,10 @@ class GroundTruth:
 
 def parse_truth(value: Any) -> GroundTruth:
     """A :class:`GroundTruth` from the export's dict or JSON text; anything else is refused."""
+    if value.__class__ is dict:  # the export's dict, as trainers pass it: checked once per triple
+        design, state, mutant_set = value.get("design"), value.get("state"), value.get("mutant_set")
+        if design.__class__ is str and state.__class__ is str and mutant_set.__class__ is str:
+            return _checked(design, state, mutant_set)
     data: Any = value
     if isinstance(data, bytes):
         data = data.decode("utf-8", errors="replace")
@@ -57,6 +62,12 @@ def parse_truth(value: Any) -> GroundTruth:
     for key, text in zip(_KEYS, (design, state, mutant_set), strict=True):
         if not isinstance(text, str):
             raise RewardError(f"ground truth {key} must be text, not {type(text).__name__}")
+    return _checked(design, state, mutant_set)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked(design: str, state: str, mutant_set: str) -> GroundTruth:
+    """The ground truth of three texts, checked (kept: a batch names few states, many times)."""
     if not _NAME.match(design):
         raise RewardError(f"ground truth design {design[:80]!r} is not a design name")
     if not _NAME.match(state):
