@@ -4,6 +4,7 @@ mutants, hanging testbenches (each a small project written here, in a tmp folder
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -271,6 +272,7 @@ def test_ci_init_on_two_clocks_writes_none_and_says_why_and_export_tests_refuses
 
 
 @pytest.mark.sim
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="the testbenches' Makefiles name SIM ?= icarus")
 def test_ci_init_all_writes_one_config_per_testbench_and_ci_runs_each(
     tmp_path: Path, run_cli: Run_, monkeypatch: pytest.MonkeyPatch
 ) -> None:
