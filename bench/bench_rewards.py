@@ -26,7 +26,9 @@ Reported, in one run: p50/p99 latency of a single completion; rewards/s for batc
 ``--reps`` times (median and range); each scorer's ratio to the baseline; for the warm
 scorers, CPU per completion of the host process (the caller's thread and the pool's socket
 threads: reading, checking and compiling plans, the socket lines, the results) and of the
-simulator processes; the load average. Every scorer's rewards are checked against the
+simulator processes, and the share of the machine's CPU left idle during its batches (with
+the cores full, the rate follows the CPU per completion; idle CPU is what overlap loses); the
+load average. Every scorer's rewards are checked against the
 baseline's on the same completions. Goals (issue 28): host CPU per completion <= the
 simulators'; ``score_completions`` >= 80% of the workers-alone rate; >= 1,000 rewards/s on 2
 idle cores; warm p50 <= 20 ms (>= 50x the baseline).
@@ -258,6 +260,7 @@ class Measured:
     host_ms: list[float] = field(default_factory=list)  # host process CPU per completion, each repetition
     sim_ms: list[float] = field(default_factory=list)  # simulator processes' CPU per completion
     gc_ms: list[float] = field(default_factory=list)  # of host_ms: full garbage collections
+    idle: list[float] = field(default_factory=list)  # % of the machine's CPU idle during each repetition
 
     @property
     def batch_rate(self) -> float:
@@ -277,6 +280,12 @@ def _gc_watch(phase: str, info: dict[str, Any]) -> None:
         _GC["count"] += 1
 
 
+def _machine() -> tuple[int, int]:
+    """(idle, total) clock ticks of every CPU so far (/proc/stat; idle includes waiting for I/O)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return ticks[3] + ticks[4], sum(ticks)
+
+
 def _cpu_s(pids: Sequence[int]) -> dict[int, float]:
     """CPU seconds (user + system) each of the processes ``pids`` has used so far."""
     out = {}
@@ -293,10 +302,13 @@ def _timed(calls: Sequence[Callable[[], Any]], done: int, pids: Callable[[], lis
     """One repetition: ``calls`` (``done`` completions in all), their rate and, with ``pids``,
     the CPU per completion of this process and of the simulators."""
     host0, sim0, gc0, start = time.process_time(), _cpu_s(pids() if pids else []), _GC["full"], time.perf_counter()
+    idle0, total0 = _machine()
     for call in calls:
         call()
     elapsed, host = time.perf_counter() - start, time.process_time() - host0
+    idle1, total1 = _machine()
     m.rates.append(done / elapsed)
+    m.idle.append(100 * (idle1 - idle0) / max(1, total1 - total0))
     if pids:  # the simulators alive at the end (one started meanwhile counts from 0)
         sims = sum(cpu - sim0.get(pid, 0.0) for pid, cpu in _cpu_s(pids()).items())
         m.host_ms.append(1000 * host / done)
@@ -470,6 +482,9 @@ def main() -> None:
             f"plans (response, fastread.Reader, plan id; measured alone on the same completions) "
             f"{_spread(read, 3)} ms and full garbage collections {_spread(api.gc_ms, 3)} ms"
         )
+    idle = [f"{name} {_spread(m.idle, 1)}%" for name, m in rows.items() if m.idle and m.host_ms]
+    if idle:  # simulators without work while a call runs: what the rate loses beyond CPU per completion
+        print(f"the machine's idle CPU during the timed batches: {'; '.join(idle)}")
     for name, m in rows.items():
         if m.gc_ms and name != "hwtp.rewards.score_completions":
             print(f"{name}: full garbage collections {_spread(m.gc_ms, 3)} ms of host CPU per completion")
