@@ -36,10 +36,6 @@ class GroundTruth:
 
 def parse_truth(value: Any) -> GroundTruth:
     """A :class:`GroundTruth` from the export's dict or JSON text; anything else is refused."""
-    if value.__class__ is dict:  # the export's dict, as trainers pass it: checked once per triple
-        design, state, mutant_set = value.get("design"), value.get("state"), value.get("mutant_set")
-        if design.__class__ is str and state.__class__ is str and mutant_set.__class__ is str:
-            return _checked(design, state, mutant_set)
     data: Any = value
     if isinstance(data, bytes):
         data = data.decode("utf-8", errors="replace")
@@ -50,18 +46,19 @@ def parse_truth(value: Any) -> GroundTruth:
             data = json.loads(data)
         except ValueError as exc:
             raise RewardError(f"ground truth is not JSON: {exc}; expected an object with {', '.join(_KEYS)}") from None
-    if not isinstance(data, Mapping):
+    if data.__class__ is not dict and not isinstance(data, Mapping):
         raise RewardError(
             f"ground truth must be an object with keys {', '.join(_KEYS)} (as hwtp export writes), "
             f"not {type(data).__name__}"
         )
-    missing = [k for k in _KEYS if k not in data]
-    if missing:
-        raise RewardError(f"ground truth lacks {', '.join(missing)} (keys: {', '.join(sorted(map(str, data)))})")
-    design, state, mutant_set = (data[k] for k in _KEYS)
-    for key, text in zip(_KEYS, (design, state, mutant_set), strict=True):
-        if not isinstance(text, str):
-            raise RewardError(f"ground truth {key} must be text, not {type(text).__name__}")
+    design, state, mutant_set = texts = (data.get("design"), data.get("state"), data.get("mutant_set"))
+    if design.__class__ is not str or state.__class__ is not str or mutant_set.__class__ is not str:
+        missing = [k for k in _KEYS if k not in data]
+        if missing:
+            raise RewardError(f"ground truth lacks {', '.join(missing)} (keys: {', '.join(sorted(map(str, data)))})")
+        for key, text in zip(_KEYS, texts, strict=True):
+            if not isinstance(text, str):
+                raise RewardError(f"ground truth {key} must be text, not {type(text).__name__}")
     return _checked(design, state, mutant_set)
 
 
