@@ -155,20 +155,21 @@ class Limits:
 
 
 def compile_plan(plan: Plan, design: Design) -> tuple[dict[str, Any], ...]:
-    """Compile a validated plan into harness ops (one dict per test)."""
+    """Compile a validated plan into harness ops (one dict per test; each op a ``(code, argument,
+    step number)`` tuple, a JSON array on the socket)."""
     widths = {p.name: p.width for p in design.ports}
     compiled = []
     for test in plan.tests:
-        ops: list[list[Any]] = []
+        ops: list[tuple[str, Any, int]] = []
         for index, step in enumerate(test.steps, start=1):
             if step.kind in ("wait", "reset"):
-                ops.append([step.kind[0], step.count, index])
+                ops.append((step.kind[0], step.count, index))
             elif step.kind == "sample":
-                ops.append(["s", 0, index])
+                ops.append(("s", 0, index))
             elif step.kind == "drive":
-                ops.append(["d", [[n, v.masked(widths[n])[0]] for n, v in step.values], index])
+                ops.append(("d", [[n, v.masked(widths[n])[0]] for n, v in step.values], index))
             else:
-                ops.append(["e", [[n, *v.masked(widths[n]), v.literal()] for n, v in step.values], index])
+                ops.append(("e", [[n, *v.masked(widths[n]), v.literal()] for n, v in step.values], index))
         compiled.append({"name": test.name, "ops": ops})
     return tuple(compiled)
 

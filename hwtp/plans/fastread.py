@@ -90,7 +90,9 @@ _MAX_BRACKETS = 256
 _resolver = yaml.resolver.Resolver()
 _constructor = yaml.constructor.SafeConstructor()
 _SCALARS = frozenset((int, str, bool))
-_BAD = ("bad", None)  # a port value the fast reader does not accept
+# what the reader does not accept (a port value, a step): empty, so false, so that all() over a
+# test's steps finds it and a step not yet seen (None) in one pass in C
+_BAD: tuple[()] = ()
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 
@@ -296,26 +298,32 @@ class _Step(NamedTuple):
     code: str  # the op's code (hwtp.sim.job.compile_plan)
     arg: Any  # the op's argument: a count, or the port entries
     written: bytes | None  # the step of to_data's tests as plan_key writes it (None: orjson cannot)
-    nodes: int  # its nodes in rapidyaml's tree, below the steps list
-    cycles: int  # the cycles it advances
+    counts: int  # its nodes in rapidyaml's tree below the steps list, plus its cycles << _SHIFT
     data: dict[str, Any]  # the step as hwtp.plans.format.to_data writes it
 
 
-_NODES, _CYCLES, _WRITTEN = itemgetter(3), itemgetter(4), itemgetter(2)
+# a step's node count and cycles packed in one integer, so that one sum over a test's steps
+# gives both (a test has at most MAX_STEPS steps of fewer than 2**_SHIFT nodes each)
+_SHIFT = 32
+_LOW = (1 << _SHIFT) - 1
+_CODE, _ARG, _WRITTEN, _COUNTS = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+
+
+def _counts(nodes: int, cycles: int) -> int:
+    return nodes | cycles << _SHIFT
 
 
 def _shapes_key(shapes: list[tuple[str, str, list[_Step]]]) -> str:
     """:func:`plan_key` of the tests (name, description, steps), from the steps' written bytes
     (the same bytes orjson writes of the whole; the data form when one cannot be written)."""
     keyed: list[bytes] = []
-    for name, description, steps in shapes:
-        written: list[Any] = list(map(_WRITTEN, steps))
-        if None in written:
-            break
-        head = b'{"description":%b,"name":' % _text(description) if description else b'{"name":'
-        keyed.append(b'%b%b,"steps":[%b]}' % (head, _text(name), b",".join(written)))
-    else:
+    try:
+        for name, description, steps in shapes:
+            head = b'{"description":%b,"name":' % _text(description) if description else b'{"name":'
+            keyed.append(b'%b%b,"steps":[%b]}' % (head, _text(name), b",".join(map(_WRITTEN, steps))))
         return _key(b"[%b]" % b",".join(keyed))
+    except TypeError:  # a step orjson cannot write (None in the join): the data form below
+        pass
     tests = []
     for name, description, steps in shapes:
         entry: dict[str, Any] = {"name": name}
@@ -417,19 +425,22 @@ class Reader:
             except TypeError:  # an integer wider than 64 bits
                 return None
             known: list[Any] = list(map(steps_seen.get, written))
-            if None in known:
+            if not all(known):  # a step not seen yet (None), or one not accepted (_BAD)
                 for at, found in enumerate(known):
                     if found is None:
                         found = known[at] = self._step_of(steps[at])
                         if len(steps_seen) >= self._TABLE:
                             steps_seen.clear()
                         steps_seen[written[at]] = found
-            if _BAD in known:
-                return None
-            nodes += len(steps) + sum(map(_NODES, known))
-            total += sum(map(_CYCLES, known))
+                if not all(known):
+                    return None
+            counts = sum(map(_COUNTS, known))
+            nodes += len(steps) + (counts & _LOW)
+            total += counts >> _SHIFT
             shapes.append((name, description, known))
-            compiled.append({"name": name, "ops": [[s[0], s[1], index] for index, s in enumerate(known, start=1)]})
+            # the ops of hwtp.sim.job.compile_plan: (code, argument, step number), built in C
+            ops = list(zip(map(_CODE, known), map(_ARG, known), range(1, len(known) + 1), strict=True))
+            compiled.append({"name": name, "ops": ops})
         if nodes != size or total > self.max_cycles:
             return None
         return _shapes_key(shapes), tuple(compiled), total
@@ -454,7 +465,7 @@ class Reader:
             if kind == "reset" and not self.has_reset:
                 return _BAD
             counted: dict[str, Any] = {kind: body}
-            return _Step(kind[0], body, _dumps(counted), 1, body, counted)
+            return _Step(kind[0], body, _dumps(counted), _counts(1, body), counted)
         if kind not in STEP_KINDS or body.__class__ is not dict or not body:
             return _BAD
         table = self._drive if kind == "drive" else self._expect
@@ -470,7 +481,7 @@ class Reader:
             entries.append(known[0])
             literals[port] = known[1]
         data: dict[str, Any] = {kind: literals}
-        return _Step("d" if kind == "drive" else "e", entries, _dumps(data), 1 + len(body), 0, data)
+        return _Step("d" if kind == "drive" else "e", entries, _dumps(data), _counts(1 + len(body), 0), data)
 
     def _learn(self, table: dict[Any, Any], kind: str, port: str, raw: Any) -> Any:
         """The table entry of ``raw`` on ``port`` (``_BAD`` when not decidable), kept."""
