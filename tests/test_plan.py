@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hwtp.errors import PlanError
+from hwtp.plans import format as format_module
 from hwtp.plans.format import extract_plan, json_schema, load_plan_file, parse_plan, to_data, validate
 from hwtp.rtl.design import Design, load_design
 
@@ -158,6 +162,30 @@ def test_extracts_plan_from_llm_text(wrapper: str) -> None:
 def test_no_plan_found_is_a_plan_error(text: str) -> None:
     with pytest.raises(PlanError, match=r"no plan found|has no tests"):
         extract_plan(text)
+
+
+# The regular expressions the literal scanners in hwtp.plans.format replace (slow on long
+# reasoning: a lazy match tries the closing tag at every character): their results must agree.
+_THINK_ORACLE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE_ORACLE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+# text made of the pieces that matter (tags in mixed case, backticks, newlines) and some filler
+_LLM_PIECES = st.lists(
+    st.sampled_from(["<think>", "</think>", "<THINK>", "</Think>", "<", "</", "`", "```", "```yaml", "\n", "a", " \t"])
+    | st.text(max_size=3),
+    max_size=16,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_LLM_PIECES)
+def test_thinking_and_fences_are_found_as_the_regular_expressions_find_them(text: str) -> None:
+    assert format_module._without_thinking(text) == _THINK_ORACLE.sub("", text)
+    assert format_module._fences(text) == [m.group(2) for m in _FENCE_ORACLE.finditer(text)]
+
+
+def test_long_reasoning_is_removed_before_the_fenced_plan() -> None:
+    text = "<think>" + "the counter wraps at 15; `en` gates it. " * 500 + "</THINK>\n```yaml\n" + GOOD + "```\n"
+    assert extract_plan(text).tests == parse_plan(GOOD).tests
 
 
 def test_truncated_plan_is_invalid_with_reason() -> None:
