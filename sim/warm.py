@@ -18,6 +18,10 @@ log tail) and the rest go back likewise. A process that never gets ready fails t
 whose evaluations it held with the same error batch mode raises. Idle workers stop after
 ``idle_seconds``; a later call starts them again.
 
+A caller that computes in Python between submits (the reward path reads plans) serves the
+processes itself inside :func:`serving`, calling :func:`pump` between two steps: the workers
+whose processes run step aside, so no result waits for a thread that waits for the GIL.
+
 Pools may share one :class:`Budget` (the schemata builds of one mutant set: one pool per build):
 then at most its number of processes run at once across all of them, however many builds the
 set has. A worker holds a share of it from the moment it is handed work (its process's start-up
@@ -42,10 +46,10 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TypeVar
 
 from hwtp import env
 from hwtp.errors import HwtpError, SimulationError
@@ -66,6 +70,7 @@ from hwtp.sim.runner import (
     over_cycle_limit,
 )
 
+_T = TypeVar("_T")
 _POLL_S = 0.05
 #: Evaluations sent ahead to one process, so it never waits for the host between two (nor
 #: while the caller's thread holds the GIL compiling the next batch), and few enough that the
@@ -168,7 +173,13 @@ class _NotReady(Exception):
 
 
 class _Worker:
-    """One thread owning one simulator process at a time (restarted after a fault)."""
+    """One thread owning one simulator process at a time (restarted after a fault).
+
+    While a caller's thread reads plans inside :func:`serving`, the thread steps aside (parks)
+    and the caller serves the process itself between two plans (:meth:`pump`): results in,
+    more work out, with no hand-over of the GIL. ``lock`` says who serves the process now; the
+    thread gives it up only while it parks, waits for work or polls the socket, and faults,
+    restarts and budgets stay the thread's own (the pump hands it anything unusual)."""
 
     def __init__(self, pool: WarmPool, number: int) -> None:
         self.pool = pool
@@ -180,6 +191,14 @@ class _Worker:
         self.log_fh: IO[str] | None = None
         self.folder = Path()
         self.inbuf = bytearray()
+        self.out = bytearray()  # lines the socket has not taken yet
+        self.inflight: deque[_Task] = deque()
+        self.since = 0.0  # when the evaluation in flight started (its wall budget's start)
+        self.served = 0.0  # when a pump last routed a result or sent work
+        self.lock = threading.Lock()
+        self.pumpable = False  # parked or waiting for work, without the lock: a pump may serve it
+        self.wanted = False  # a pump saw what only the thread handles (a death, a hang, an error)
+        self.error: BaseException | None = None  # what a pump met routing results, for the thread
         # work was sent to a process that had sat idle, and no result came back since: were it
         # found dead now, it may have died unseen while idle (killed, or its last thread still
         # exiting when the send went through), so its evaluations get one fresh process first
@@ -189,16 +208,18 @@ class _Worker:
     # -- the thread ---------------------------------------------------------------------------
 
     def _main(self) -> None:
-        inflight: deque[_Task] = deque()
+        inflight = self.inflight
         error: BaseException | None = None
         try:
             with procs.tempdir("warm") as tmp:
                 self.folder = Path(tmp)
-                try:
-                    self._loop(inflight)
-                finally:
-                    self._stop_process()
-                    self._release()
+                with self.lock:
+                    try:
+                        self._loop(inflight)
+                    finally:
+                        self.pumpable = False
+                        self._stop_process()
+                        self._release()
         except BaseException as exc:  # never leave a caller waiting
             error = exc if isinstance(exc, (HwtpError, procs.Interrupted)) else SimulationError(
                 f"warm simulator worker failed: {type(exc).__name__}: {exc}"
@@ -208,14 +229,28 @@ class _Worker:
                 task.ticket.fail(error or SimulationError("the warm pool was closed"))
             self.pool._exited(self)
 
+    def _unlocked(self, pumpable: bool, wait: Callable[..., _T], *args: Any) -> _T:
+        """``wait(*args)`` without the lock (a pump may serve the process meanwhile if ``pumpable``)."""
+        self.pumpable = pumpable
+        self.lock.release()
+        try:
+            return wait(*args)
+        finally:
+            self.lock.acquire()
+            self.pumpable = False  # after the lock: a pump that saw True waits for it, not the GIL
+
     def _loop(self, inflight: deque[_Task]) -> None:
         pool = self.pool
-        out = bytearray()
-        since = time.monotonic()
+        out = self.out
+        self.since = time.monotonic()
         while True:
-            if not inflight:
+            if self.error is not None:
+                raise self.error
+            if inflight:
+                new = pool._take(self, _WINDOW - len(inflight), wait=False)
+            else:
                 self._release()  # nothing in flight: another build's worker may run
-            new = pool._take(self, _WINDOW - len(inflight), wait=not inflight)
+                new = self._unlocked(self.conn is not None, pool._take, self, _WINDOW, True)
             if new is None:
                 return  # idle past idle_seconds, or the pool is closing
             if new:
@@ -241,32 +276,112 @@ class _Worker:
                         return
                     self._send(out)  # a failure shows below as the process's death
                 if idle:
-                    since = time.monotonic()  # the first evaluation's budget starts now
+                    self.since = time.monotonic()  # the first evaluation's budget starts now
             if not inflight:
+                continue
+            if not self.wanted and _served():
+                self._unlocked(True, self._park)
                 continue
             crashed = False
             assert self.conn is not None
+            conn = self.conn
             try:
-                readable, writable = _ready(self.conn, bool(out), _POLL_S)
+                readable, writable = self._unlocked(False, _ready, conn, bool(out), _POLL_S)
                 if writable and not self._send(out):
                     crashed = True
                 if readable:
-                    data = self.conn.recv(1 << 16)
+                    data = conn.recv(1 << 16)
                     crashed = not data
                     if self._deliver(data, inflight):
-                        since = time.monotonic()
+                        self.since = time.monotonic()
             except (BlockingIOError, InterruptedError):
-                pass
+                pass  # a pump took what woke the poll
             except OSError:  # the process closed its end: it died
                 crashed = True
+            self.wanted = False  # whatever a pump saw, this round looked at it
             if pool._closed:
                 return
             procs.check()
-            over = bool(inflight) and time.monotonic() - since > pool.limits.wall_s
+            over = bool(inflight) and time.monotonic() - self.since > pool.limits.wall_s
             if crashed or over:
                 self._fault(Ending.TIMEOUT if over and not crashed else Ending.ERROR, inflight)
                 out.clear()  # the rest went back to the queue, for a fresh process
-                since = time.monotonic()
+                self.since = time.monotonic()
+
+    def _park(self) -> None:
+        """Wait while a caller serves the process (:func:`serving`), or until it wants this thread."""
+        pool = self.pool
+        with pool._cond:
+            while not pool._closed and not self.wanted:
+                left = _served_for()
+                if left <= 0:
+                    return
+                pool._cond.wait(left)
+
+    # -- a serving caller's side (any thread but this one; under the lock) ------------------
+
+    def pump(self) -> bool:
+        """Serve the process once if the thread stepped aside: route the results that arrived,
+        send more work; whether it did. Deaths, hangs and routing errors go to the thread
+        (:attr:`wanted`)."""
+        if not self.pumpable or self.wanted:
+            return False
+        self.lock.acquire()  # blocks only while the thread takes it back (waiting for the GIL)
+        try:
+            if not self.pumpable or self.wanted or self.conn is None:
+                return False
+            self._pump(self.conn)
+            return True
+        except Exception as exc:  # the thread raises it, failing its callers as its own
+            self.error = exc
+            self._want()
+            return False
+        finally:
+            self.lock.release()
+
+    def _pump(self, conn: socket.socket) -> None:
+        pool, inflight = self.pool, self.inflight
+        if inflight:
+            try:
+                data = conn.recv(1 << 16)
+            except (BlockingIOError, InterruptedError):
+                data = None
+            except OSError:
+                data = b""
+            if data == b"" or time.monotonic() - self.since > pool.limits.wall_s:
+                self._want()  # dead or over its budget: the thread settles it
+                return
+            if data:
+                before = len(inflight)
+                if self._deliver(data, inflight):
+                    self.since = self.served = time.monotonic()
+                    pool._count_served(before - len(inflight))
+        if len(inflight) < _WINDOW and pool._queue:
+            idle, share = not inflight, not self.holds
+            if share:
+                if not pool.budget.acquire(0.0):
+                    return  # other pools' processes hold the budget: the thread waits its turn
+                self.holds = True
+            new = pool._take(self, _WINDOW - len(inflight), wait=False)
+            if not new:
+                if share:
+                    self._release()
+                return
+            inflight.extend(new)
+            for task in new:
+                self.out += task.line
+            self.served = time.monotonic()
+            if idle:
+                self.since = self.served
+                self.unproven = True
+        if self.out and not self._send(self.out):
+            self._want()
+
+    def _want(self) -> None:
+        """Hand the process back to the thread."""
+        with self.pool._cond:
+            self.wanted = True
+            self.pool._cond.notify_all()
 
     def _acquire(self) -> bool:
         """Wait for a share of the pool's budget; False when the pool closes meanwhile."""
@@ -456,6 +571,7 @@ class WarmPool:
         self._free = 0
         self._made = 0
         self._closed = False
+        self._served_n = 0  # results routed by serving callers (see serving)
         _all_pools.add(self)
 
     @property
@@ -490,8 +606,15 @@ class WarmPool:
                     raise SimulationError("the warm pool is closed")
                 self._queue.extend(tasks)
                 self._grow()
-                self._cond.notify_all()
+                # a serving caller hands the work out itself at its next pump (no thread woken to
+                # wait for the GIL); a process not yet started or not parked needs its thread
+                if not getattr(_local, "serving", False) or not all(w.pumpable for w in self._live):
+                    self._cond.notify_all()
         return ticket.future
+
+    def _count_served(self, results: int) -> None:
+        with self._cond:
+            self._served_n += results
 
     def pids(self) -> list[int]:
         """Process ids of the running simulators (the harness's own, not the reaper's)."""
@@ -499,7 +622,8 @@ class WarmPool:
             return sorted(w.pid for w in self._live if w.pid)
 
     def stats(self) -> dict[str, int]:
-        """Workers alive and busy, evaluations queued, processes started, evaluations run."""
+        """Workers alive and busy, evaluations queued, processes started, evaluations run, and
+        how many of their results a serving caller routed (:func:`serving`)."""
         with self._cond:
             return {
                 "workers": len(self._live),
@@ -507,6 +631,7 @@ class WarmPool:
                 "queued": len(self._queue),
                 "processes": self.counters.processes,
                 "evaluations": self.counters.evaluations,
+                "served": self._served_n,
             }
 
     def retire(self) -> None:
@@ -563,10 +688,14 @@ class WarmPool:
             while True:
                 if self._closed:
                     return None
+                if wait and worker.inflight:
+                    return []  # a pumping caller handed it work meanwhile
                 while self._queue and self._queue[0].ticket.done:
                     self._queue.popleft()  # its caller already failed
                 if self._queue or not wait:
                     break
+                # idle since its last work, the pump's included (it serves without waking the thread)
+                deadline = max(deadline, worker.served + self.idle_seconds)
                 remaining = min(deadline, time.monotonic() + self.idle_seconds) - time.monotonic()
                 if remaining <= 0:
                     return None
@@ -608,6 +737,69 @@ class WarmPool:
                     for task in self._queue:
                         task.ticket.fail(error)
                     self._queue.clear()
+
+
+# -- callers that serve the processes themselves ---------------------------------------------
+
+#: How long parked threads wait for the next pump (seconds): a serving caller that stops
+#: pumping (a build on first use, a long plan) hands the processes back to their threads after
+#: this, not when it leaves :func:`serving`.
+_LEASE_S = 0.05
+_serving_lock = threading.Lock()
+_servers = 0  # threads inside serving()
+_lease = 0.0  # time.monotonic() until which parked threads wait for a pump
+_local = threading.local()
+
+
+def _served_for() -> float:
+    """Seconds a parked thread may still wait for a pump (<= 0: serve the process itself)."""
+    return _lease - time.monotonic() if _servers else 0.0
+
+
+def _served() -> bool:
+    return _served_for() > 0
+
+
+def pump() -> bool:
+    """Serve every process whose thread stepped aside, once, from the calling thread: the
+    results that arrived are routed to their callers and more queued work goes out; whether
+    any process was served. Cheap (a non-blocking ``recv`` per process with work in flight):
+    call it between two plans."""
+    global _lease
+    _lease = time.monotonic() + _LEASE_S
+    served = False
+    for pool in list(_all_pools):
+        if not pool._closed:
+            for worker in list(pool._live):
+                served = worker.pump() or served
+    return served
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[Callable[[], bool]]:
+    """While held, the warm pools' threads step aside for this thread's :func:`pump` (yielded).
+
+    For a caller that computes in Python between submits (the reward path reads plans): each
+    result would otherwise wake a thread that waits for the GIL this one holds, for a switch
+    interval or longer, while its simulator runs out of work. Re-entrant and shared by threads;
+    the threads take their processes back when the last holder leaves or pumps no more."""
+    global _servers
+    outer = getattr(_local, "serving", False)
+    with _serving_lock:
+        _servers += 1
+    _local.serving = True
+    try:
+        pump()
+        yield pump
+    finally:
+        _local.serving = outer
+        with _serving_lock:
+            _servers -= 1
+            last = _servers == 0
+        if last:
+            for pool in list(_all_pools):
+                with pool._cond:
+                    pool._cond.notify_all()
 
 
 # -- the registry ---------------------------------------------------------------------------

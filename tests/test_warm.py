@@ -23,7 +23,7 @@ from hwtp.scoring.score import ScoreConfig, prepare, run_evaluations, schemata_b
 from hwtp.sim import procs
 from hwtp.sim.job import Evaluation, Limits, compile_plan
 from hwtp.sim.runner import EvalResult
-from hwtp.sim.warm import Budget, WarmPool, budget_for, close_all, pool_for, pools
+from hwtp.sim.warm import Budget, WarmPool, budget_for, close_all, pool_for, pools, serving
 
 pytestmark = pytest.mark.sim
 
@@ -150,12 +150,28 @@ def test_a_hung_evaluation_is_a_timeout_within_its_budget_and_the_pool_goes_on(c
     print(f"measured: a hang (budget 1 s) settled and the rest run in {seconds:.2f} s")
 
 
-def test_a_killed_worker_loses_and_duplicates_nothing(cases: dict[str, Case]) -> None:
-    case = cases[SEQUENTIAL]
+def _with_slow(case: Case) -> tuple[list[Evaluation], dict[str, EvalResult]]:
+    """The case's evaluations and 30 slow ones after them (a process busy long enough to be
+    killed mid-batch), with their batch results."""
     slow_plan = parse_plan("tests:\n- name: slow\n  steps:\n  - wait: 20000\n  - expect: {q: 0}\n")
     slow = [Evaluation(f"slow{i}", compile_plan(slow_plan, case.design)) for i in range(30)]
-    evs = [*case.evaluations, *slow]
-    reference = {**case.reference, **run_evaluations(case.build, case.design, slow, ScoreConfig())}
+    slow_reference = run_evaluations(case.build, case.design, slow, ScoreConfig())
+    return [*case.evaluations, *slow], {**case.reference, **slow_reference}
+
+
+def _one_death_blamed(got: dict[str, EvalResult], evs: list[Evaluation], reference: dict[str, EvalResult]) -> None:
+    """Nothing lost, exactly one evaluation blamed for the death, every other result right."""
+    assert list(got) == [e.id for e in evs]
+    errors = [r for r in got.values() if r.status == "error"]
+    assert len(errors) == 1 and errors[0].reason and errors[0].reason.startswith("simulator process died")
+    assert lines({k: v for k, v in got.items() if v.status != "error"}) == lines(
+        {e.id: reference[e.id] for e in evs if e.id != errors[0].id}
+    )
+
+
+def test_a_killed_worker_loses_and_duplicates_nothing(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    evs, reference = _with_slow(case)
     with case.pool(workers=1) as pool:
         pool.run(case.evaluations[:1])
         [pid] = pool.pids()
@@ -168,12 +184,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(cases: dict[str, Case]) ->
         os.kill(pid, signal.SIGKILL)
         caller.join(120)
         got: dict[str, EvalResult] = box["got"]
-        assert list(got) == [e.id for e in evs]  # nothing lost
-        errors = [r for r in got.values() if r.status == "error"]
-        assert len(errors) == 1 and errors[0].reason and errors[0].reason.startswith("simulator process died")
-        assert lines({k: v for k, v in got.items() if v.status != "error"}) == lines(
-            {e.id: reference[e.id] for e in evs if e.id != errors[0].id}
-        )
+        _one_death_blamed(got, evs, reference)
         # nothing run twice: every result but the held one came from the simulator exactly once
         assert pool.stats()["evaluations"] - base == len(evs) - 1
         assert pool.stats()["processes"] == 2 and pool.pids() != [pid]
@@ -336,3 +347,87 @@ def test_a_shared_budget_is_one_per_set_and_forgotten_once_no_pool_holds_it() ->
     del held
     gc.collect()
     assert gone_with() is None  # the registry does not keep a budget alive on its own
+
+
+def _served(pool: WarmPool, evaluations: list[Evaluation], between: Any = None) -> dict[str, EvalResult]:
+    """``pool.submit(evaluations)`` waited for as the reward path does: inside ``serving()``, a
+    pump between two steps of Python work (``between()`` called at each)."""
+    with serving() as pump:
+        future = pool.submit(evaluations)
+        while not future.done():
+            pump()
+            sum(range(2000))  # a plan's reading, holding the GIL
+            if between is not None:
+                between()
+        return future.result()
+
+
+def test_a_serving_caller_routes_the_results_itself_and_other_callers_get_theirs(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    evs = case.evaluations
+    with case.pool(workers=2) as pool:
+        pool.run(evs[:4])  # both processes started (a serving caller never starts one)
+        served = pool.stats()["served"]
+        others: dict[int, dict[str, EvalResult]] = {}
+        threads = [threading.Thread(target=lambda k=k: others.update({k: pool.run(evs[k::3])})) for k in range(3)]
+        for t in threads:
+            t.start()
+        for _ in range(3):
+            assert lines(_served(pool, evs)) == lines(case.reference)
+        for t in threads:
+            t.join(120)
+        for k in range(3):
+            assert lines(others[k]) == lines({e.id: case.reference[e.id] for e in evs[k::3]})
+        stats = pool.stats()
+        assert stats["served"] > served  # the pump did route results (not only the threads)
+        assert stats["queued"] == 0 and stats["busy"] == 0 and stats["processes"] == 2
+        assert lines(pool.run(evs)) == lines(case.reference)  # the threads serve again afterwards
+
+
+def test_a_worker_killed_while_a_caller_serves_it_loses_and_duplicates_nothing(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    evs, reference = _with_slow(case)
+    with case.pool(workers=1) as pool:
+        pool.run(case.evaluations[:1])
+        [pid] = pool.pids()
+        base = pool.stats()["evaluations"]
+        killed: list[int] = []
+
+        def kill_once() -> None:
+            if not killed and pool.stats()["evaluations"] >= base + len(case.evaluations) + 3:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        got = _served(pool, evs, kill_once)
+        assert killed
+        _one_death_blamed(got, evs, reference)
+        assert pool.stats()["evaluations"] - base == len(evs) - 1  # nothing run twice
+        assert pool.stats()["processes"] == 2 and pool.pids() != [pid]
+
+
+def test_a_hang_while_a_caller_serves_is_a_timeout_and_the_rest_is_run(cases: dict[str, Case]) -> None:
+    case = cases[SEQUENTIAL]
+    before, after = case.evaluations[:3], case.evaluations[3:6]
+    with case.pool(workers=1, limits=Limits(wall_s=1.0)) as pool:
+        pool.run(before)
+        got = _served(pool, [*before, _hung(case), *after])
+        hung = got.pop("hung")
+        assert (hung.status, hung.fault, hung.reason) == ("timeout", "hang", "evaluation exceeded 1 s")
+        assert lines(got) == lines({e.id: case.reference[e.id] for e in (*before, *after)})
+        assert pool.stats()["processes"] == 2
+
+
+def test_a_serving_caller_that_stops_pumping_holds_up_no_one(cases: dict[str, Case]) -> None:
+    # inside serving() but busy elsewhere (a build on first use): past the lease the threads
+    # serve their processes again, so another caller's evaluations finish meanwhile
+    case = cases[COMBINATIONAL]
+    with case.pool(workers=1) as pool:
+        pool.run(case.evaluations[:1])
+        box: dict[str, Any] = {}
+        with serving() as pump:
+            pump()
+            other = threading.Thread(target=lambda: box.update(got=pool.run(case.evaluations)))
+            other.start()
+            other.join(120)  # no pump at all while it runs
+            assert not other.is_alive()
+        assert lines(box["got"]) == lines(case.reference)
