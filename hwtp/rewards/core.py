@@ -63,7 +63,7 @@ from hwtp.scoring.score import (
     ceiling,
     prepare,
 )
-from hwtp.sim import switching
+from hwtp.sim import switching, warm
 from hwtp.sim.executors.base import EXECUTORS, Executor, Schemata, schemata_targets
 from hwtp.sim.executors.choice import make_executor
 from hwtp.sim.job import Limits
@@ -446,30 +446,34 @@ class Scorer:
         # read a chunk, hand it to the workers, read the next one while they simulate: the first
         # chunk small, so that they start at once, then each twice the last up to _CHUNK (a call
         # keeps the workers busy from its first plans on); chunks already simulated are assembled
-        # between two chunks, so that little is left to do once the last result is in
+        # between two chunks, so that little is left to do once the last result is in. Between
+        # two plans this thread serves the warm simulators itself (hwtp.sim.warm.serving): their
+        # threads would each wait for the GIL it holds while their simulators run dry
         seen: set[tuple[str, str]] = set()
         keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
         fresh: list[PlanInput] = []
         size = _FIRST_CHUNK
         rest = iter(members)
-        while True:
-            with fastread.quiet():  # one redirection of rapidyaml's messages per chunk
-                for index, truth, text, prompt in rest:
-                    p = _plan_input(text, truth.state, prompt, reader)
-                    key = (p.id, p.state or GOLDEN)
-                    if key not in seen:
-                        seen.add(key)
-                        fresh.append(p)
-                    keys.append((index, truth, key))
-                    if len(fresh) >= size:
-                        break
-            if not fresh:
-                break
-            prepared = prepare(mutant_set, fresh, score_config)
-            evaluations = list(prepared.evaluations.values())
-            pending.append((prepared, self.submit(mutant_set, evaluations, config) if evaluations else None))
-            collect(wait=False)
-            fresh, size = [], min(2 * size, _CHUNK)
+        with warm.serving() as pump:
+            while True:
+                with fastread.quiet():  # one redirection of rapidyaml's messages per chunk
+                    for index, truth, text, prompt in rest:
+                        pump()
+                        p = _plan_input(text, truth.state, prompt, reader)
+                        key = (p.id, p.state or GOLDEN)
+                        if key not in seen:
+                            seen.add(key)
+                            fresh.append(p)
+                        keys.append((index, truth, key))
+                        if len(fresh) >= size:
+                            break
+                if not fresh:
+                    break
+                prepared = prepare(mutant_set, fresh, score_config)
+                evaluations = list(prepared.evaluations.values())
+                pending.append((prepared, self.submit(mutant_set, evaluations, config) if evaluations else None))
+                collect(wait=False)
+                fresh, size = [], min(2 * size, _CHUNK)
         collect(wait=True)
         for index, truth, key in keys:
             out[index] = _result(samples[key], truth, scheme.name)
@@ -570,7 +574,7 @@ def ceiling_of(truth: GroundTruth) -> float:
 
 #: Completions read per submission to the workers in a batch: the first chunk, and the largest.
 _FIRST_CHUNK = 2
-_CHUNK = 16
+_CHUNK = 8
 
 
 def _plan_input(text: Any, state: str, prompt: str | None, reader: fastread.Reader | None = None) -> PlanInput:
