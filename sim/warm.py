@@ -348,14 +348,17 @@ class _Worker:
                 data = None
             except OSError:
                 data = b""
-            if data == b"" or time.monotonic() - self.since > pool.limits.wall_s:
-                self._want()  # dead or over its budget: the thread settles it
+            if data == b"":
+                self._want()  # dead: the thread settles it
                 return
-            if data:
+            if data:  # routed before any verdict, as the thread does: a result just in counts
                 before = len(inflight)
                 if self._deliver(data, inflight):
                     self.since = self.served = time.monotonic()
                     pool._count_served(before - len(inflight))
+            if inflight and time.monotonic() - self.since > pool.limits.wall_s:
+                self._want()  # over its budget: the thread settles it
+                return
         if len(inflight) < _WINDOW and pool._queue:
             idle, share = not inflight, not self.holds
             if share:
