@@ -251,6 +251,8 @@ class _Worker:
             else:
                 self._release()  # nothing in flight: another build's worker may run
                 new = self._unlocked(self.conn is not None, pool._take, self, _WINDOW, True)
+                if new is None and inflight and not pool._closed:
+                    new = []  # a pump handed it work as it gave up waiting: it serves that first
             if new is None:
                 return  # idle past idle_seconds, or the pool is closing
             if new:
@@ -326,7 +328,8 @@ class _Worker:
         (:attr:`wanted`)."""
         if not self.pumpable or self.wanted:
             return False
-        self.lock.acquire()  # blocks only while the thread takes it back (waiting for the GIL)
+        if not self.lock.acquire(blocking=False):
+            return False  # the thread is serving it itself (it woke): no wait for it here
         try:
             if not self.pumpable or self.wanted or self.conn is None:
                 return False
@@ -356,6 +359,8 @@ class _Worker:
                 if self._deliver(data, inflight):
                     self.since = self.served = time.monotonic()
                     pool._count_served(before - len(inflight))
+                    if not inflight:
+                        self._release()  # nothing in flight: another build's worker may run
             if inflight and time.monotonic() - self.since > pool.limits.wall_s:
                 self._want()  # over its budget: the thread settles it
                 return
@@ -387,7 +392,10 @@ class _Worker:
             self.pool._cond.notify_all()
 
     def _acquire(self) -> bool:
-        """Wait for a share of the pool's budget; False when the pool closes meanwhile."""
+        """Wait for a share of the pool's budget (unless a pump took it for this worker); False
+        when the pool closes meanwhile."""
+        if self.holds:
+            return True
         while not self.pool.budget.acquire(_POLL_S):
             if self.pool._closed:
                 return False
@@ -702,7 +710,9 @@ class WarmPool:
                 remaining = min(deadline, time.monotonic() + self.idle_seconds) - time.monotonic()
                 if remaining <= 0:
                     return None
-                self._cond.wait(remaining)
+                # while callers serve, look again after a lease: a pump may have handed this
+                # worker work, and submits inside serving() wake no thread
+                self._cond.wait(min(remaining, _LEASE_S) if _servers else remaining)
             share = -(-len(self._queue) // max(1, len(self._live)))  # the others get their part
             room = min(room, max(1, share))
             taken: list[_Task] = []

@@ -276,7 +276,9 @@ def test_ctrl_c_or_sigterm_during_batched_scoring(
     time.sleep(1.0)  # mid-score: evaluations done and running
     seconds, err = interrupt(proc, sig)
     print(f"measured: hwtp score stopped {seconds:.2f} s after signal {sig}")
-    assert seconds < 2.0, f"stopped {seconds:.2f} s after signal {sig}"
+    # ~0.2 s on an idle machine; the bound leaves room for a machine kept busy by other work,
+    # and is still far below the minutes the queued long plans would take to finish
+    assert seconds < 10.0, f"stopped {seconds:.2f} s after signal {sig}"
     assert proc.returncode == code and "Traceback" not in err, err
     assert referencing(str(tmp)) == []  # no simulator left, none started after the signal
     assert list(tmp.iterdir()) == []  # no temporary folder left
@@ -324,7 +326,7 @@ def test_ctrl_c_during_run_keeps_results_and_the_rerun_resumes(tmp_path: Path) -
     wait_for("stored evaluations", lambda: (rundir / "run.db").exists() and bool(_evaluations(rundir)), proc, 600)
     seconds, err = interrupt(proc)
     print(f"measured: hwtp run stopped {seconds:.2f} s after SIGINT")
-    assert seconds < 2.0, f"stopped {seconds:.2f} s after SIGINT"
+    assert seconds < 10.0, f"stopped {seconds:.2f} s after SIGINT"  # as in the test above
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert referencing(str(tmp)) == [] and referencing(str(rundir)) == []
     assert list(tmp.iterdir()) == []

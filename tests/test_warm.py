@@ -431,3 +431,29 @@ def test_a_serving_caller_that_stops_pumping_holds_up_no_one(cases: dict[str, Ca
             other.join(120)  # no pump at all while it runs
             assert not other.is_alive()
         assert lines(box["got"]) == lines(case.reference)
+
+
+def test_a_serving_caller_submitting_chunk_after_chunk_under_a_budget_of_one_never_stalls(
+    cases: dict[str, Case],
+) -> None:
+    # the reward path's rhythm (read a chunk, submit it, pump while reading the next) with one
+    # process allowed across two pools: the pump hands work to threads that are waiting for it
+    # and routes their results, and every chunk of both pools still finishes
+    seq, comb = cases[SEQUENTIAL], cases[COMBINATIONAL]
+    budget = Budget(1)
+    with seq.pool(workers=1, budget=budget) as first, comb.pool(workers=1, budget=budget) as second:
+        first.run(seq.evaluations[:1])
+        second.run(comb.evaluations[:1])
+        for round_ in range(20):
+            futures = []
+            with serving() as pump:
+                for k in range(6):
+                    case, pool = (seq, first) if (round_ + k) % 2 else (comb, second)
+                    chunk = case.evaluations[k % 3 :: 3][:2]
+                    futures.append((case, chunk, pool.submit(chunk)))
+                    for _ in range(k * 7 % 5):
+                        pump()
+                        sum(range(3000))  # reading a plan, holding the GIL
+            for case, chunk, future in futures:
+                assert lines(future.result(60)) == lines({e.id: case.reference[e.id] for e in chunk}), round_
+        assert budget.used == 0
