@@ -276,7 +276,7 @@ def test_ctrl_c_or_sigterm_during_batched_scoring(
     time.sleep(1.0)  # mid-score: evaluations done and running
     seconds, err = interrupt(proc, sig)
     print(f"measured: hwtp score stopped {seconds:.2f} s after signal {sig}")
-    # ~0.2 s on an idle machine; the bound leaves room for a machine kept busy by other work,
+    # 0.01-0.03 s measured on an idle machine; the bound leaves room for a machine kept busy by other work,
     # and is still far below the minutes the queued long plans would take to finish
     assert seconds < 10.0, f"stopped {seconds:.2f} s after signal {sig}"
     assert proc.returncode == code and "Traceback" not in err, err
