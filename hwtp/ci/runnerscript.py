@@ -78,19 +78,19 @@ class _Evaluator:
 
     def assign(self, name: str, node: ast.AST) -> None:
         try:
-            self.scope[name] = self.eval(node)
+            self.scope[name] = self.evaluate(node)
         except _NotUnderstood as exc:
             self.scope[name] = _Failed(exc)
 
-    def eval(self, node: ast.AST) -> Any:
+    def evaluate(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.eval(e) for e in node.elts]
+            return [self.evaluate(e) for e in node.elts]
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self.fail(node, "a ** expansion")
-            return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values, strict=True) if k}
+            return {self.evaluate(k): self.evaluate(v) for k, v in zip(node.keys, node.values, strict=True) if k}
         if isinstance(node, ast.Name):
             if node.id not in self.scope:
                 raise self.fail(node, "not assigned by a plain statement before this call")
@@ -104,7 +104,7 @@ class _Evaluator:
             parts = []
             for part in node.values:
                 if isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion == -1:
-                    parts.append(str(self.eval(part.value)))
+                    parts.append(str(self.evaluate(part.value)))
                 elif isinstance(part, ast.Constant):
                     parts.append(str(part.value))
                 else:
@@ -113,8 +113,8 @@ class _Evaluator:
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
         if isinstance(node, ast.Subscript):
-            base = self.eval(node.value)
-            index = self.eval(node.slice)
+            base = self.evaluate(node.value)
+            index = self.evaluate(node.slice)
             if isinstance(base, (list, tuple)) and isinstance(index, int) and -len(base) <= index < len(base):
                 return base[index]
             raise self.fail(node)
@@ -125,7 +125,7 @@ class _Evaluator:
         raise self.fail(node)
 
     def binop(self, node: ast.BinOp) -> Any:
-        left, right = self.eval(node.left), self.eval(node.right)
+        left, right = self.evaluate(node.left), self.evaluate(node.right)
         if isinstance(node.op, ast.Div) and isinstance(left, Path) and isinstance(right, (str, Path)):
             return left / right
         if isinstance(node.op, ast.Add) and type(left) is type(right) and isinstance(left, (str, list)):
@@ -133,7 +133,7 @@ class _Evaluator:
         raise self.fail(node)
 
     def attribute(self, node: ast.Attribute) -> Any:
-        base = self.eval(node.value)
+        base = self.evaluate(node.value)
         if isinstance(base, Path):
             if node.attr == "parents":
                 return list(base.parents)
@@ -147,8 +147,8 @@ class _Evaluator:
         name = self.dotted(node.func)
         function = _FUNCTIONS.get(name or "")
         if function is not None:
-            args = [self.eval(a) for a in node.args]
-            kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
+            args = [self.evaluate(a) for a in node.args]
+            kwargs = {k.arg: self.evaluate(k.value) for k in node.keywords if k.arg}
             try:
                 return function(*args, **kwargs)
             except (TypeError, ValueError) as exc:
@@ -156,12 +156,12 @@ class _Evaluator:
         imported = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
             and node.func.value.id in self.aliases and node.func.value.id not in self.scope
         if isinstance(node.func, ast.Attribute) and not node.keywords and not imported:
-            base = self.eval(node.func.value)
+            base = self.evaluate(node.func.value)
             method = node.func.attr
             if isinstance(base, Path) and method in ("resolve", "absolute") and not node.args:
                 return Path(os.path.abspath(base))
             if isinstance(base, Path) and method == "joinpath":
-                return base.joinpath(*(str(self.eval(a)) for a in node.args))
+                return base.joinpath(*(str(self.evaluate(a)) for a in node.args))
             if isinstance(base, Path) and method == "as_posix" and not node.args:
                 return base.as_posix()
         raise self.fail(node, "a call hwtp does not evaluate")
@@ -172,7 +172,7 @@ class _Evaluator:
         gen = node.generators[0]
         if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
             raise self.fail(node)
-        items = self.eval(gen.iter)
+        items = self.evaluate(gen.iter)
         if not isinstance(items, list):
             raise self.fail(node)
         saved = self.scope.get(gen.target.id, _MISSING)
@@ -180,7 +180,7 @@ class _Evaluator:
         try:
             for item in items:
                 self.scope[gen.target.id] = item
-                out.append(self.eval(node.elt))
+                out.append(self.evaluate(node.elt))
         finally:
             if saved is _MISSING:
                 self.scope.pop(gen.target.id, None)
@@ -347,7 +347,7 @@ class _Reader:
 
     def one(self, key: str, node: ast.AST, keys: dict[str, str]) -> dict[str, Any]:
         try:
-            return {key: self.ev.eval(node)}
+            return {key: self.ev.evaluate(node)}
         except _NotUnderstood as exc:
             line = getattr(exc.node, "lineno", getattr(node, "lineno", 0))
             self.unknown.append(Unknown(self.rel, line, f"{key}={exc.why} is not understood", keys[key]))
@@ -529,7 +529,7 @@ class _Found:
         rel, get_runner = self.reader.rel, self.calls.get_runner
         if get_runner is not None and get_runner.args:
             try:
-                sim = self.reader.ev.eval(get_runner.args[0])
+                sim = self.reader.ev.evaluate(get_runner.args[0])
             except _NotUnderstood:
                 sim = None
             if sim in SIMULATORS:
