@@ -281,7 +281,7 @@ class _Worker:
                     self.since = time.monotonic()  # the first evaluation's budget starts now
             if not inflight:
                 continue
-            if not self.wanted and _served():
+            if not self.wanted and _served_for() > 0:
                 self._unlocked(True, self._park)
                 continue
             crashed = False
@@ -322,23 +322,19 @@ class _Worker:
 
     # -- a serving caller's side (any thread but this one; under the lock) ------------------
 
-    def pump(self) -> bool:
+    def pump(self) -> None:
         """Serve the process once if the thread stepped aside: route the results that arrived,
-        send more work; whether it did. Deaths, hangs and routing errors go to the thread
-        (:attr:`wanted`)."""
+        send more work. Deaths, hangs and routing errors go to the thread (:attr:`wanted`)."""
         if not self.pumpable or self.wanted:
-            return False
+            return
         if not self.lock.acquire(blocking=False):
-            return False  # the thread is serving it itself (it woke): no wait for it here
+            return  # the thread is serving it itself (it woke): no wait for it here
         try:
-            if not self.pumpable or self.wanted or self.conn is None:
-                return False
-            self._pump(self.conn)
-            return True
+            if self.pumpable and not self.wanted and self.conn is not None:
+                self._pump(self.conn)
         except Exception as exc:  # the thread raises it, failing its callers as its own
             self.error = exc
             self._want()
-            return False
         finally:
             self.lock.release()
 
@@ -769,27 +765,20 @@ def _served_for() -> float:
     return _lease - time.monotonic() if _servers else 0.0
 
 
-def _served() -> bool:
-    return _served_for() > 0
-
-
-def pump() -> bool:
+def pump() -> None:
     """Serve every process whose thread stepped aside, once, from the calling thread: the
-    results that arrived are routed to their callers and more queued work goes out; whether
-    any process was served. Cheap (a non-blocking ``recv`` per process with work in flight):
-    call it between two plans."""
+    results that arrived are routed to their callers and more queued work goes out. Cheap (a
+    non-blocking ``recv`` per process with work in flight): call it between two plans."""
     global _lease
     _lease = time.monotonic() + _LEASE_S
-    served = False
     for pool in list(_all_pools):
         if not pool._closed:
             for worker in list(pool._live):
-                served = worker.pump() or served
-    return served
+                worker.pump()
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[Callable[[], bool]]:
+def serving() -> Iterator[Callable[[], None]]:
     """While held, the warm pools' threads step aside for this thread's :func:`pump` (yielded).
 
     For a caller that computes in Python between submits (the reward path reads plans): each
