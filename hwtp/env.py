@@ -30,6 +30,11 @@ REWARD_PENALTY_VAR = "HWTP_REWARD_PENALTY"
 REWARD_REFERENCE_VAR = "HWTP_REWARD_REFERENCE"
 #: Bounds of one schemata build: ``MUTANTS`` or ``MUTANTS,BYTES`` (hwtp.mutators.mutantset.part_bounds).
 SCHEMATA_PART_VAR = "HWTP_SCHEMATA_PART"
+#: Warm simulator processes kept alive across every pool (default :data:`DEFAULT_WARM_PROCESSES`):
+#: past it, starting one stops the idlest elsewhere (hwtp.sim.warm).
+WARM_PROCESSES_VAR = "HWTP_WARM_PROCESSES"
+#: About 50 MB each (resident, the embedded designs), so about 3 GB at most; idle ones cost no CPU.
+DEFAULT_WARM_PROCESSES = 64
 #: Bearer token that ``hwtp serve`` requires when set (``--token-env`` names another variable).
 SERVE_TOKEN_VAR = "HWTP_SERVE_TOKEN"  # noqa: S105 (the variable's name, not a token)
 #: Default variable holding the API key of an OpenAI-compatible endpoint.

@@ -29,8 +29,11 @@ included) until it has no evaluation in flight; an idle process holds none (it w
 socket and costs no CPU), so each build keeps its warm processes and the set still runs on
 ``workers`` CPUs, as a set of one build does.
 
-:func:`pool_for` keeps at most ``max_pools`` pools by key, retiring the least recently used
-one (it finishes the work it has, then its processes stop); :func:`close_all` stops every pool.
+:func:`pool_for` keeps pools by key (past ``max_pools`` of them, the least recently used one
+retires: it finishes the work it has, then its processes stop); :func:`close_all` stops every
+pool. The processes alive in all pools are bounded by :func:`process_cap`
+(``$HWTP_WARM_PROCESSES``): a process that starts past it asks the idlest ones elsewhere
+(nothing in flight, least recently handed work) to stop, as if their idle time were over.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple, TypeVar
 
 from hwtp import env
-from hwtp.errors import HwtpError, SimulationError
+from hwtp.errors import ConfigError, HwtpError, SimulationError
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
 from hwtp.sim.job import Evaluation, Job, Limits, decode_line, encode_lines
@@ -183,6 +186,8 @@ class _Worker:
 
     def __init__(self, pool: WarmPool, number: int) -> None:
         self.pool = pool
+        self.used = 0.0  # when it was last handed work (the idlest process stops first past the cap)
+        self.stop = False  # asked to stop its process once idle: too many processes are alive
         self.free = True  # has no evaluation in flight (the pool's accounting, under its lock)
         self.holds = False  # holds a share of the pool's budget (while it has evaluations in flight)
         self.pid: int | None = None  # the simulator's own pid, once ready
@@ -250,6 +255,8 @@ class _Worker:
                 new = pool._take(self, _WINDOW - len(inflight), wait=False)
             else:
                 self._release()  # nothing in flight: another build's worker may run
+                if self.proc is not None:
+                    _trim(pool.max_alive, idle=self)  # more processes alive than allowed: the idlest stop
                 new = self._unlocked(self.conn is not None, pool._take, self, _WINDOW, True)
                 if new is None and inflight and not pool._closed:
                     new = []  # a pump handed it work as it gave up waiting: it serves that first
@@ -488,6 +495,7 @@ class _Worker:
             self.log_fh = log_path.open("w", encoding="utf-8")
             self.proc = procs.spawn(argv, cwd=self.folder, env=environ, stdout=self.log_fh, stderr=subprocess.STDOUT)
             pool.counters.add(processes=1)
+            _admit(self)
             clock = procs.CpuClock(self.proc)
             ready: dict[str, Any] | None = None
             kind = Ending.STARTUP
@@ -527,6 +535,8 @@ class _Worker:
         """Kill the process group and forget it; results it wrote before dying go to ``drain``."""
         if self.proc is not None:
             procs.kill(self.proc)
+            with _alive_lock:
+                _alive.discard(self)
         if self.conn is not None:
             if drain is not None:
                 with contextlib.suppress(OSError, ValueError, SimulationError):
@@ -569,6 +579,7 @@ class WarmPool:
         self.limits = limits or Limits()
         self.workers = max(1, min(int(workers), os.cpu_count() or 1))
         self.budget = budget or Budget(self.workers)
+        self.max_alive = process_cap()
         self.idle_seconds = float(idle_seconds)
         self.counters = Counters()
         self._header = json.dumps(Job(design, (), limits=self.limits).as_data())
@@ -701,6 +712,9 @@ class WarmPool:
                     self._queue.popleft()  # its caller already failed
                 if self._queue or not wait:
                     break
+                if worker.stop:  # more processes are alive than allowed, this one the idlest (_trim)
+                    worker.stop = False
+                    return None
                 # idle since its last work, the pump's included (it serves without waking the thread)
                 deadline = max(deadline, worker.served + self.idle_seconds)
                 remaining = min(deadline, time.monotonic() + self.idle_seconds) - time.monotonic()
@@ -716,9 +730,11 @@ class WarmPool:
                 task = self._queue.popleft()
                 if not task.ticket.done:
                     taken.append(task)
-            if taken and worker.free:
-                worker.free = False
-                self._free -= 1
+            if taken:
+                worker.used, worker.stop = time.monotonic(), False
+                if worker.free:
+                    worker.free = False
+                    self._free -= 1
             return taken
 
     def _requeue(self, tasks: list[_Task]) -> None:
@@ -804,6 +820,56 @@ def serving() -> Iterator[Callable[[], None]]:
                     pool._cond.notify_all()
 
 
+# -- processes alive across every pool -------------------------------------------------------
+
+_alive_lock = threading.Lock()
+_alive: set[_Worker] = set()  # workers whose process is alive (started, not yet stopped)
+
+
+def process_cap() -> int:
+    """Simulator processes the warm pools keep alive in all: ``$HWTP_WARM_PROCESSES``, else
+    :data:`hwtp.env.DEFAULT_WARM_PROCESSES`."""
+    raw = env.get(env.WARM_PROCESSES_VAR)
+    if raw is None:
+        return env.DEFAULT_WARM_PROCESSES
+    try:
+        cap = int(raw)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise ConfigError(f"${env.WARM_PROCESSES_VAR}={raw!r}: expected a whole number of processes, at least 1")
+    return cap
+
+
+def _admit(worker: _Worker) -> None:
+    """Count ``worker``'s new process, then :func:`_trim` the others to its pool's cap."""
+    with _alive_lock:
+        _alive.add(worker)
+    _trim(worker.pool.max_alive, spare=worker)
+
+
+def _trim(cap: int, spare: _Worker | None = None, idle: _Worker | None = None) -> None:
+    """Past ``cap`` processes alive, ask the idlest ones of any pool (nothing in flight, least
+    recently handed work first; ``idle``, about to wait for work, counts as idle; ``spare``
+    never stops) to stop. Busy processes never stop for it, so more live while more are busy at
+    once (each set's budget bounds those); the last to go idle then trims them to the cap."""
+    with _alive_lock:
+        over = len(_alive) - cap
+        if over <= 0:
+            return
+        candidates = sorted(
+            (w for w in _alive if w is not spare and not w.stop and not w.inflight and (w.free or w is idle)),
+            key=lambda w: w.used,
+        )
+        victims = candidates[:over]
+        for victim in victims:
+            victim.stop = True
+    for victim in victims:  # each wakes in WarmPool._take, which returns None: its thread stops it
+        if victim is not idle:
+            with victim.pool._cond:
+                victim.pool._cond.notify_all()
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 _registry_lock = threading.Lock()
@@ -814,10 +880,13 @@ _all_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
 _budgets: weakref.WeakValueDictionary[tuple[str, int], Budget] = weakref.WeakValueDictionary()
 
 
-def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 8) -> WarmPool:
+def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 1024) -> WarmPool:
     """The pool registered under ``key``, made by ``make()`` if there is none (or it was
     closed). Past ``max_pools`` pools the least recently used one is retired: it finishes the
-    work it was given and its processes stop."""
+    work it was given and its processes stop. The bound is loose on purpose: a pool without
+    processes holds little, and the processes alive are bounded across pools by
+    :func:`process_cap` (a bound of 8 pools made every call that touched more, such as a batch
+    of 10 designs or 3 sets of 4 builds each, restart every simulator it used)."""
     with _registry_lock:
         pool = _registry.get(key)
         if pool is not None and not pool.closed:

@@ -3,8 +3,10 @@ per call, many callers at once, hangs and crashes contained, idle and registry b
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
+import re
 import signal
 import threading
 import time
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hwtp.errors import DesignError, SimulationError
+from hwtp.errors import ConfigError, DesignError, SimulationError
 from hwtp.mutators.stimulus import StimulusConfig
 from hwtp.plans.files import PlanInput
 from hwtp.plans.format import extract_plan, load_plan_file, parse_plan
@@ -457,3 +459,97 @@ def test_a_serving_caller_submitting_chunk_after_chunk_under_a_budget_of_one_nev
             for case, chunk, future in futures:
                 assert lines(future.result(60)) == lines({e.id: case.reference[e.id] for e in chunk}), round_
         assert budget.used == 0
+
+
+def live(pools_: list[WarmPool]) -> int:
+    """Simulator processes alive in ``pools_``."""
+    return sum(len(p.pids()) for p in pools_)
+
+
+def test_a_call_over_more_sets_than_the_old_eight_pool_bound_restarts_no_simulator(cases: dict[str, Case]) -> None:
+    # a batch of many designs (or a set of many schemata parts) touches a pool each: calling it
+    # again must find every pool warm, not retire the least recently used ones and restart them
+    from hwtp.sim.executors.base import schemata_targets
+    from hwtp.sim.executors.warm import WarmExecutor
+    from hwtp.sim.job import Limits as JobLimits
+
+    case = cases[SEQUENTIAL]
+    base = schemata_targets(case.mutant_set)
+    sets = [dataclasses.replace(base, key=f"many-{i}") for i in range(12)]
+    close_all()
+    executor = WarmExecutor(workers=1)
+    try:
+        for schemata in sets:
+            assert lines(executor.run(schemata, case.evaluations, JobLimits())) == lines(case.reference)
+        first = dict(pools())
+        started = sum(p.stats()["processes"] for p in first.values())
+        assert len(first) == 12 and started == 12
+        for schemata in reversed(sets):
+            assert lines(executor.run(schemata, case.evaluations, JobLimits())) == lines(case.reference)
+        again = pools()
+        assert all(again[k] is first[k] for k in first)  # the same pools, none retired
+        assert sum(p.stats()["processes"] for p in again.values()) == started  # and no simulator restarted
+    finally:
+        executor.close()
+        close_all()
+
+
+def test_the_registry_keeps_many_pools_by_default(cases: dict[str, Case]) -> None:
+    close_all()
+    try:
+        made = [pool_for(f"p{i}", lambda: cases[COMBINATIONAL].pool(workers=1)) for i in range(40)]
+        assert list(pools()) == [f"p{i}" for i in range(40)]
+        assert not any(p.closed for p in made)
+    finally:
+        close_all()
+
+
+def test_processes_past_the_cap_stop_the_idlest_elsewhere(cases: dict[str, Case], monkeypatch: Any) -> None:
+    # five pools, three processes allowed in all: starting one stops the process that was handed
+    # work least recently (in another pool), never a busy one, and every result stays right
+    monkeypatch.setenv("HWTP_WARM_PROCESSES", "3")
+    case = cases[SEQUENTIAL]
+    made = [case.pool(workers=1) for _ in range(5)]
+    try:
+        pids = []
+        for n, pool in enumerate(made):
+            assert lines(pool.run(case.evaluations)) == lines(case.reference)
+            pids.append(pool.pids()[0])
+            assert wait_for(lambda: live(made) <= 3), live(made)
+            assert pool.pids() == [pids[n]]  # the one that just worked stays
+        assert gone(pids[0]) and gone(pids[1])  # the least recently used stopped
+        assert [len(p.pids()) for p in made] == [0, 0, 1, 1, 1]
+        four = case.evaluations[:4]
+        assert lines(made[0].run(four)) == lines({e.id: case.reference[e.id] for e in four})
+        assert wait_for(lambda: live(made) <= 3)
+        assert gone(pids[2])  # now the idlest
+        assert [len(p.pids()) for p in made] == [1, 0, 0, 1, 1]
+        # many callers at once in every pool: all five may run (busy processes never stop), all right
+        threads = [threading.Thread(target=lambda p=p: results.append(lines(p.run(case.evaluations)))) for p in made]
+        results: list[list[dict[str, Any]]] = []
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert results == [lines(case.reference)] * 5
+        assert wait_for(lambda: live(made) <= 3)
+    finally:
+        for pool in made:
+            pool.close()
+
+
+def test_a_bad_process_cap_is_a_config_error_naming_the_variable(cases: dict[str, Case], monkeypatch: Any) -> None:
+    for bad in ("0", "-2", "many", "1.5"):
+        monkeypatch.setenv("HWTP_WARM_PROCESSES", bad)
+        with pytest.raises(ConfigError, match=rf"HWTP_WARM_PROCESSES='{re.escape(bad)}': expected a whole number"):
+            cases[COMBINATIONAL].pool()
+
+
+def wait_for(condition: Any, within: float = 60.0) -> bool:
+    """Whether ``condition()`` holds within ``within`` seconds (wide: a busy machine is slow)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())

@@ -54,7 +54,7 @@ class WarmExecutor:
 
         with self._lock:
             self._keys.add(key)
-        return warm.pool_for(key, make, max_pools=max(8, len(schemata.targets)))
+        return warm.pool_for(key, make)
 
     def build(self, schemata: Schemata) -> Builds:
         return Builds.of([t.build() for t in schemata.targets])
