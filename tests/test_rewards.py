@@ -332,6 +332,23 @@ def test_two_folders_many_designs(run: dict[str, Any], monkeypatch: pytest.Monke
 
 
 @pytest.mark.sim
+def test_one_completion_in_many_designs_gets_each_designs_reward(run: dict[str, Any], states: Path) -> None:
+    # a batch's sets are read one after another without waiting for each one's simulations, and
+    # their results meet in one table: the same text (the same plan id) on golden of two designs
+    # must still get each design's own reward, in the batch's order
+    cases = _cases(run, "trl")
+    row, text, reward = next(c for c in cases if c[0]["design"] == DESIGNS[0] and c[0]["state"] == "golden")
+    other = next(r for r, _, _ in cases if r["design"] == DESIGNS[1] and r["state"] == "golden")["ground_truth"]
+    alone = [R.score_completions([(truth, text)])[0] for truth in (row["ground_truth"], other)]
+    assert alone[0].reward == reward and alone[0].outcome != alone[1].outcome  # a port the other design lacks
+    mixed = [row["ground_truth"], other] * 5
+    together = R.score_completions([(truth, text) for truth in mixed])
+    assert [(r.design, r.reward, r.outcome) for r in together] == [
+        (r.design, r.reward, r.outcome) for r in alone * 5
+    ]
+
+
+@pytest.mark.sim
 def test_missing_or_changed_mutant_set(run: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     row, text, _ = _cases(run, "trl")[0]
     truth = row["ground_truth"]

@@ -410,39 +410,32 @@ class Scorer:
             prompt = prompts[i] if prompts is not None else None
             groups.setdefault((truth.design, truth.mutant_set), []).append((i, truth, text, prompt))
         sets = {key: self.find_mutant_set(members[0][1], config) for key, members in groups.items()}  # all first
-        out: list[RewardResult | None] = [None] * len(items)
+        for key, members in groups.items():  # every ground truth checked before any work
+            _check_states(sets[key], [truth for _i, truth, _t, _p in members])
+        calls = _Calls(config.rewards)
         with switching.responsive():  # the executor's I/O threads served while plans are read
-            for key, members in groups.items():
-                self._score_group(sets[key], members, out, config)
+            # one set after another, never waiting for one set's simulations before reading the
+            # next set's plans: a batch of many designs keeps the simulators busy to its end
+            schemes = {key: self._read_group(key, sets[key], members, calls, config) for key, members in groups.items()}
+            calls.collect(wait=True)
+        out: list[RewardResult | None] = [None] * len(items)
+        for group, index, truth, key in calls.keys:
+            out[index] = _result(calls.samples[group + key], truth, schemes[group])
         return [r for r in out if r is not None]
 
-    def _score_group(
+    def _read_group(
         self,
+        group: tuple[str, str],
         mutant_set: MutantSet,
         members: list[tuple[int, GroundTruth, str, str | None]],
-        out: list[RewardResult | None],
+        calls: _Calls,
         config: Settings,
-    ) -> None:
-        states = {m.id for m in mutant_set.valid} | {GOLDEN}
-        for _index, truth, _text, _prompt in members:  # every ground truth checked before any work
-            if truth.state not in states:
-                raise RewardError(
-                    f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
-                    f"of design {truth.design!r} (golden or a valid mutant id)"
-                )
+    ) -> str:
+        """Read the plans of one mutant set's completions and hand them to the workers, chunk by
+        chunk (``calls`` collects the results); the name of the set's reward scheme."""
         scheme = self.scheme_for(mutant_set, config)
         score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
         reader = self.reader(mutant_set, config.limits.max_cycles)
-        pending: deque[tuple[Prepared, Future[dict[str, Any]] | None]] = deque()  # chunks not yet assembled
-        samples: dict[tuple[str, str], SampleResult] = {}
-
-        def collect(wait: bool) -> None:
-            """Assemble the chunks whose results are in (in order; with ``wait``, every chunk)."""
-            while pending and (wait or pending[0][1] is None or pending[0][1].done()):
-                prepared, future = pending.popleft()
-                results: dict[str, Any] = future.result() if future is not None else {}
-                samples.update({(s.plan, s.state): s for s in assemble(prepared, results, config.rewards)})
-
         # read a chunk, hand it to the workers, read the next one while they simulate: the first
         # chunk small, so that they start at once, then each twice the last up to _CHUNK (a call
         # keeps the workers busy from its first plans on); chunks already simulated are assembled
@@ -450,7 +443,6 @@ class Scorer:
         # two plans this thread serves the warm simulators itself (hwtp.sim.warm.serving): their
         # threads would each wait for the GIL it holds while their simulators run dry
         seen: set[tuple[str, str]] = set()
-        keys: list[tuple[int, GroundTruth, tuple[str, str]]] = []
         fresh: list[PlanInput] = []
         size = _FIRST_CHUNK
         rest = iter(members)
@@ -464,19 +456,49 @@ class Scorer:
                         if key not in seen:
                             seen.add(key)
                             fresh.append(p)
-                        keys.append((index, truth, key))
+                        calls.keys.append((group, index, truth, key))
                         if len(fresh) >= size:
                             break
                 if not fresh:
                     break
                 prepared = prepare(mutant_set, fresh, score_config)
                 evaluations = list(prepared.evaluations.values())
-                pending.append((prepared, self.submit(mutant_set, evaluations, config) if evaluations else None))
-                collect(wait=False)
+                future = self.submit(mutant_set, evaluations, config) if evaluations else None
+                calls.pending.append((group, prepared, future))
+                calls.collect(wait=False)
                 fresh, size = [], min(2 * size, _CHUNK)
-        collect(wait=True)
-        for index, truth, key in keys:
-            out[index] = _result(samples[key], truth, scheme.name)
+        return scheme.name
+
+
+@dataclass
+class _Calls:
+    """The chunks of one ``score_completions`` call in flight, their samples once assembled, and
+    which sample each completion gets ((set, plan id, state))."""
+
+    rewards: RewardLevels
+    pending: deque[tuple[tuple[str, str], Prepared, Future[dict[str, Any]] | None]] = field(default_factory=deque)
+    samples: dict[tuple[str, str, str, str], SampleResult] = field(default_factory=dict)
+    keys: list[tuple[tuple[str, str], int, GroundTruth, tuple[str, str]]] = field(default_factory=list)
+
+    def collect(self, wait: bool) -> None:
+        """Assemble the chunks whose results are in (in order; with ``wait``, every chunk)."""
+        pending = self.pending
+        while pending and (wait or pending[0][2] is None or pending[0][2].done()):
+            group, prepared, future = pending.popleft()
+            results: dict[str, Any] = future.result() if future is not None else {}
+            for sample in assemble(prepared, results, self.rewards):
+                self.samples[group[0], group[1], sample.plan, sample.state] = sample
+
+
+def _check_states(mutant_set: MutantSet, truths: Sequence[GroundTruth]) -> None:
+    """Every ground truth's state is golden or a valid mutant of ``mutant_set``."""
+    states = {m.id for m in mutant_set.valid} | {GOLDEN}
+    for truth in truths:
+        if truth.state not in states:
+            raise RewardError(
+                f"ground truth state {truth.state!r} is not a state of mutant set {truth.mutant_set[:12]} "
+                f"of design {truth.design!r} (golden or a valid mutant id)"
+            )
 
 
 # --------------------------------------------------------------------------- the default scorer
