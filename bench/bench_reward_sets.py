@@ -18,6 +18,9 @@ over more than 8 builds retired and re-created pools and restarted their simulat
 per call of 180 completions against ~0.1 s warm); a timed call must start none. Rewards of
 the two are checked equal on the same completions.
 
+Both scorers' pools count toward the warm process cap: unless ``HWTP_WARM_PROCESSES`` is set,
+the bench sets it to room for both.
+
 Run: python bench/bench_reward_sets.py [--designs a,b,...] [--mutants 8] [--part 5] [--reps 3]
 ``--part N`` sets ``HWTP_SCHEMATA_PART`` (at most N mutants per schemata build), so each set is
 several builds.
@@ -130,6 +133,9 @@ def main() -> None:
             folders.append(folder)
         sets = [mutantset.load(f) for f in folders]
         builds = sum(len(schemata_targets(s).targets) for s in sets)
+        # both scorers' pools count toward the warm process cap: room for each to keep every
+        # build's processes (a cap below that restarts simulators on every call, by design)
+        os.environ.setdefault(env.WARM_PROCESSES_VAR, str(max(env.DEFAULT_WARM_PROCESSES, 2 * builds * args.workers)))
         batches = [
             [item for s in sets for item in completions(s, args.per, seed=7 + b)] for b in range(args.batches)
         ]
@@ -171,7 +177,8 @@ def main() -> None:
         print(
             f"{len(designs)} designs, {args.mutants} mutants each, {builds} schemata builds in all; "
             f"{args.batches} batches of {len(batches[0])} completions a repetition, {args.reps} repetitions, "
-            f"{args.workers} workers per set; rewards equal on {count} completions"
+            f"{args.workers} workers per set, at most {os.environ[env.WARM_PROCESSES_VAR]} warm processes; "
+            f"rewards equal on {count} completions"
         )
         for name, values in rates.items():
             print(
