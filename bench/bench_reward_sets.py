@@ -12,7 +12,9 @@ measures such calls on the same batches, in one run, repetitions interleaved:
   simulated, rewarded).
 
 Printed: rewards/s of each (median and range over the repetitions), the ratio of each
-repetition's pair, and the simulator processes each started during the timed calls. Before
+repetition's pair, the simulator processes each started during the timed calls, and the CPU
+per completion of the host process and of the simulators (with both cores full, the rate
+follows their sum: the ratio is at best (host alone + simulators) / (host + simulators)). Before
 the warm pools' process cap (``HWTP_WARM_PROCESSES``) replaced a bound of 8 pools, every call
 over more than 8 builds retired and re-created pools and restarted their simulators (4.4-12 s
 per call of 180 completions against ~0.1 s warm); a timed call must start none. Rewards of
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import reps
-from bench_rewards import Item, completions
+from bench_rewards import Item, _cpu_s, completions
 
 from hwtp import env, rewards
 from hwtp.mutators import engine, mutantset
@@ -142,6 +144,10 @@ def main() -> None:
         alone = WorkersAlone(sets, args.workers)
         rewards.configure(states=folders, workers=args.workers)
         starts = {"workers alone": 0, "score_completions": 0}
+        count = sum(len(b) for b in batches)
+        # CPU per completion of this process (every thread) and of the simulators alive at the end
+        host_ms: dict[str, list[float]] = {"workers alone": [], "score_completions": []}
+        sim_ms: dict[str, list[float]] = {"workers alone": [], "score_completions": []}
         got: dict[str, list[list[float | None]]] = {"workers alone": [], "score_completions": []}
 
         def api(items: Sequence[Item]) -> list[float | None]:
@@ -158,13 +164,16 @@ def main() -> None:
 
             def timed(name: str) -> float:
                 run, pools = scorers[name]
-                before = started(pools)
+                before, sims = started(pools), _cpu_s([pid for p in pools() for pid in p.pids()])
                 start = reps.clock()
                 for batch in batches:
                     run(batch)
-                wall, _cpu = reps.since(start)
+                wall, cpu = reps.since(start)
+                after = _cpu_s([pid for p in pools() for pid in p.pids()])
                 starts[name] += started(pools) - before
-                return sum(len(b) for b in batches) / wall
+                host_ms[name].append(1000 * cpu / count)
+                sim_ms[name].append(1000 * sum(c - sims.get(pid, 0.0) for pid, c in after.items()) / count)
+                return count / wall
 
             rates = reps.interleaved(args.reps, {name: (lambda n=name: timed(n)) for name in scorers})
         finally:
@@ -173,7 +182,6 @@ def main() -> None:
 
         if got["workers alone"] != got["score_completions"]:
             raise SystemExit("score_completions' rewards differ from the workers alone's on the same completions")
-        count = sum(len(b) for b in batches)
         print(
             f"{len(designs)} designs, {args.mutants} mutants each, {builds} schemata builds in all; "
             f"{args.batches} batches of {len(batches[0])} completions a repetition, {args.reps} repetitions, "
@@ -183,7 +191,9 @@ def main() -> None:
         for name, values in rates.items():
             print(
                 f"{name}: {reps.spread(values).show('.0f', ' rewards/s')}; "
-                f"simulator processes started during the timed calls: {starts[name]}"
+                f"simulator processes started during the timed calls: {starts[name]}; CPU per completion: "
+                f"host {reps.spread(host_ms[name]).show('.3f', ' ms')}, "
+                f"simulators {reps.spread(sim_ms[name]).show('.3f', ' ms')}"
             )
         share = reps.ratios(rates["score_completions"], rates["workers alone"])
         print(f"score_completions / workers alone: {reps.spread([100 * x for x in share.values]).show('.0f', '%')}")

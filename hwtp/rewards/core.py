@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -412,11 +412,18 @@ class Scorer:
         sets = {key: self.find_mutant_set(members[0][1], config) for key, members in groups.items()}  # all first
         for key, members in groups.items():  # every ground truth checked before any work
             _check_states(sets[key], [truth for _i, truth, _t, _p in members])
-        calls = _Calls(config.rewards)
-        with switching.responsive():  # the executor's I/O threads served while plans are read
-            # one set after another, never waiting for one set's simulations before reading the
-            # next set's plans: a batch of many designs keeps the simulators busy to its end
-            schemes = {key: self._read_group(key, sets[key], members, calls, config) for key, members in groups.items()}
+        calls = _Calls(config.rewards, size=_FIRST_CHUNK)
+        # one set after another, never waiting for one set's simulations before reading the next
+        # set's plans, and one ramp of chunk sizes for the whole call: a batch of many designs
+        # keeps the simulators busy to its end. Between two plans this thread serves the warm
+        # simulators itself (hwtp.sim.warm.serving): their threads would each wait for the GIL
+        # it holds while their simulators run dry
+        with switching.responsive():  # the executor's I/O threads served while plans are read, and after
+            with warm.serving() as pump:
+                schemes = {
+                    key: self._read_group(key, sets[key], members, calls, config, pump)
+                    for key, members in groups.items()
+                }
             calls.collect(wait=True)
         out: list[RewardResult | None] = [None] * len(items)
         for group, index, truth, key in calls.keys:
@@ -430,43 +437,40 @@ class Scorer:
         members: list[tuple[int, GroundTruth, str, str | None]],
         calls: _Calls,
         config: Settings,
+        pump: Callable[[], None],
     ) -> str:
         """Read the plans of one mutant set's completions and hand them to the workers, chunk by
         chunk (``calls`` collects the results); the name of the set's reward scheme."""
         scheme = self.scheme_for(mutant_set, config)
         score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
         reader = self.reader(mutant_set, config.limits.max_cycles)
-        # read a chunk, hand it to the workers, read the next one while they simulate: the first
-        # chunk small, so that they start at once, then each twice the last up to _CHUNK (a call
-        # keeps the workers busy from its first plans on); chunks already simulated are assembled
-        # between two chunks, so that little is left to do once the last result is in. Between
-        # two plans this thread serves the warm simulators itself (hwtp.sim.warm.serving): their
-        # threads would each wait for the GIL it holds while their simulators run dry
+        # read a chunk, hand it to the workers, read the next one while they simulate: the call's
+        # first chunk small, so that they start at once, then each twice the last up to _CHUNK
+        # (a call keeps the workers busy from its first plans on); chunks already simulated are
+        # assembled between two chunks, so that little is left to do once the last result is in
         seen: set[tuple[str, str]] = set()
         fresh: list[PlanInput] = []
-        size = _FIRST_CHUNK
         rest = iter(members)
-        with warm.serving() as pump:
-            while True:
-                with fastread.quiet():  # one redirection of rapidyaml's messages per chunk
-                    for index, truth, text, prompt in rest:
-                        pump()
-                        p = _plan_input(text, truth.state, prompt, reader)
-                        key = (p.id, p.state or GOLDEN)
-                        if key not in seen:
-                            seen.add(key)
-                            fresh.append(p)
-                        calls.keys.append((group, index, truth, key))
-                        if len(fresh) >= size:
-                            break
-                if not fresh:
-                    break
-                prepared = prepare(mutant_set, fresh, score_config)
-                evaluations = list(prepared.evaluations.values())
-                future = self.submit(mutant_set, evaluations, config) if evaluations else None
-                calls.pending.append((group, prepared, future))
-                calls.collect(wait=False)
-                fresh, size = [], min(2 * size, _CHUNK)
+        while True:
+            with fastread.quiet():  # one redirection of rapidyaml's messages per chunk
+                for index, truth, text, prompt in rest:
+                    pump()
+                    p = _plan_input(text, truth.state, prompt, reader)
+                    key = (p.id, p.state or GOLDEN)
+                    if key not in seen:
+                        seen.add(key)
+                        fresh.append(p)
+                    calls.keys.append((group, index, truth, key))
+                    if len(fresh) >= calls.size:
+                        break
+            if not fresh:
+                break
+            prepared = prepare(mutant_set, fresh, score_config)
+            evaluations = list(prepared.evaluations.values())
+            future = self.submit(mutant_set, evaluations, config) if evaluations else None
+            calls.pending.append((group, prepared, future))
+            calls.collect(wait=False)
+            fresh, calls.size = [], min(2 * calls.size, _CHUNK)
         return scheme.name
 
 
@@ -479,6 +483,7 @@ class _Calls:
     pending: deque[tuple[tuple[str, str], Prepared, Future[dict[str, Any]] | None]] = field(default_factory=deque)
     samples: dict[tuple[str, str, str, str], SampleResult] = field(default_factory=dict)
     keys: list[tuple[tuple[str, str], int, GroundTruth, tuple[str, str]]] = field(default_factory=list)
+    size: int = 0  # completions in the next chunk (the ramp's step; set from _FIRST_CHUNK)
 
     def collect(self, wait: bool) -> None:
         """Assemble the chunks whose results are in (in order; with ``wait``, every chunk)."""
