@@ -31,6 +31,7 @@ several builds.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -107,9 +108,15 @@ class WorkersAlone:
             pool.close()
 
 
-def started(pools: Callable[[], Sequence[warm.WarmPool]]) -> int:
-    """Simulator processes the pools have started so far."""
-    return sum(p.stats()["processes"] for p in pools())
+def started(pools: Callable[[], Sequence[warm.WarmPool]]) -> dict[warm.WarmPool, int]:
+    """Simulator processes each pool has started so far."""
+    return {p: p.stats()["processes"] for p in pools()}
+
+
+def started_since(before: dict[warm.WarmPool, int], pools: Callable[[], Sequence[warm.WarmPool]]) -> int:
+    """Processes started since ``before`` by the pools there now (a pool made meanwhile, such as
+    one re-created after the registry retired it, counts all of its own)."""
+    return sum(n - before.get(p, 0) for p, n in started(pools).items())
 
 
 def main() -> None:
@@ -170,12 +177,12 @@ def main() -> None:
                     run(batch)
                 wall, cpu = reps.since(start)
                 after = _cpu_s([pid for p in pools() for pid in p.pids()])
-                starts[name] += started(pools) - before
+                starts[name] += started_since(before, pools)
                 host_ms[name].append(1000 * cpu / count)
                 sim_ms[name].append(1000 * sum(c - sims.get(pid, 0.0) for pid, c in after.items()) / count)
                 return count / wall
 
-            rates = reps.interleaved(args.reps, {name: (lambda n=name: timed(n)) for name in scorers})
+            rates = reps.interleaved(args.reps, {name: functools.partial(timed, name) for name in scorers})
         finally:
             alone.close()
             warm.close_all()
