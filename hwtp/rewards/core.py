@@ -444,6 +444,7 @@ class Scorer:
         scheme = self.scheme_for(mutant_set, config)
         score_config = ScoreConfig(limits=config.limits, rewards=config.rewards, scheme=scheme)
         reader = self.reader(mutant_set, config.limits.max_cycles)
+        limit = _CHUNK * len(self.schemata_of(mutant_set, config).targets)
         # read a chunk, hand it to the workers, read the next one while they simulate: the call's
         # first chunk small, so that they start at once, then each twice the last up to _CHUNK
         # (a call keeps the workers busy from its first plans on); chunks already simulated are
@@ -461,7 +462,7 @@ class Scorer:
                         seen.add(key)
                         fresh.append(p)
                     calls.keys.append((group, index, truth, key))
-                    if len(fresh) >= calls.size:
+                    if len(fresh) >= min(calls.size, limit):
                         break
             if not fresh:
                 break
@@ -470,7 +471,7 @@ class Scorer:
             future = self.submit(mutant_set, evaluations, config) if evaluations else None
             calls.pending.append((group, prepared, future))
             calls.collect(wait=False)
-            fresh, calls.size = [], min(2 * calls.size, _CHUNK)
+            fresh, calls.size = [], min(2 * calls.size, limit)
         return scheme.name
 
 
