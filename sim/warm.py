@@ -32,7 +32,7 @@ socket and costs no CPU), so each build keeps its warm processes and the set sti
 :func:`pool_for` keeps pools by key (past ``max_pools`` of them, the least recently used one
 retires: it finishes the work it has, then its processes stop); :func:`close_all` stops every
 pool. The processes alive in all pools are bounded by :func:`process_cap`
-(``$HWTP_WARM_PROCESSES``): a process that starts past it asks the idlest ones elsewhere
+(``$HWTP_WARM_PROCESSES``): a process that starts, or goes idle, past it asks the idlest ones
 (nothing in flight, least recently handed work) to stop, as if their idle time were over.
 """
 

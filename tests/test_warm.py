@@ -23,6 +23,8 @@ from hwtp.policy.policies import PlanRequest, RandomPolicy
 from hwtp.rtl.design import load_design
 from hwtp.scoring.score import ScoreConfig, prepare, run_evaluations, schemata_build
 from hwtp.sim import procs
+from hwtp.sim.executors.base import schemata_targets
+from hwtp.sim.executors.warm import WarmExecutor
 from hwtp.sim.job import Evaluation, Limits, compile_plan
 from hwtp.sim.runner import EvalResult
 from hwtp.sim.warm import Budget, WarmPool, budget_for, close_all, pool_for, pools, serving
@@ -469,10 +471,6 @@ def live(pools_: list[WarmPool]) -> int:
 def test_a_call_over_more_sets_than_the_old_eight_pool_bound_restarts_no_simulator(cases: dict[str, Case]) -> None:
     # a batch of many designs (or a set of many schemata parts) touches a pool each: calling it
     # again must find every pool warm, not retire the least recently used ones and restart them
-    from hwtp.sim.executors.base import schemata_targets
-    from hwtp.sim.executors.warm import WarmExecutor
-    from hwtp.sim.job import Limits as JobLimits
-
     case = cases[SEQUENTIAL]
     base = schemata_targets(case.mutant_set)
     sets = [dataclasses.replace(base, key=f"many-{i}") for i in range(12)]
@@ -480,12 +478,12 @@ def test_a_call_over_more_sets_than_the_old_eight_pool_bound_restarts_no_simulat
     executor = WarmExecutor(workers=1)
     try:
         for schemata in sets:
-            assert lines(executor.run(schemata, case.evaluations, JobLimits())) == lines(case.reference)
+            assert lines(executor.run(schemata, case.evaluations, Limits())) == lines(case.reference)
         first = dict(pools())
         started = sum(p.stats()["processes"] for p in first.values())
         assert len(first) == 12 and started == 12
         for schemata in reversed(sets):
-            assert lines(executor.run(schemata, case.evaluations, JobLimits())) == lines(case.reference)
+            assert lines(executor.run(schemata, case.evaluations, Limits())) == lines(case.reference)
         again = pools()
         assert all(again[k] is first[k] for k in first)  # the same pools, none retired
         assert sum(p.stats()["processes"] for p in again.values()) == started  # and no simulator restarted

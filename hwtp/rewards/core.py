@@ -412,7 +412,7 @@ class Scorer:
         sets = {key: self.find_mutant_set(members[0][1], config) for key, members in groups.items()}  # all first
         for key, members in groups.items():  # every ground truth checked before any work
             _check_states(sets[key], [truth for _i, truth, _t, _p in members])
-        calls = _Calls(config.rewards, size=_FIRST_CHUNK)
+        calls = _Calls(config.rewards)
         # one set after another, never waiting for one set's simulations before reading the next
         # set's plans, and one ramp of chunk sizes for the whole call: a batch of many designs
         # keeps the simulators busy to its end. Between two plans this thread serves the warm
@@ -427,7 +427,7 @@ class Scorer:
             calls.collect(wait=True)
         out: list[RewardResult | None] = [None] * len(items)
         for group, index, truth, key in calls.keys:
-            out[index] = _result(calls.samples[group + key], truth, schemes[group])
+            out[index] = _result(calls.samples[group, key], truth, schemes[group])
         return [r for r in out if r is not None]
 
     def _read_group(
@@ -475,6 +475,11 @@ class Scorer:
         return scheme.name
 
 
+#: Completions in a call's first chunk, and at most per chunk and schemata build of a set.
+_FIRST_CHUNK = 2
+_CHUNK = 8
+
+
 @dataclass
 class _Calls:
     """The chunks of one ``score_completions`` call in flight, their samples once assembled, and
@@ -482,9 +487,9 @@ class _Calls:
 
     rewards: RewardLevels
     pending: deque[tuple[tuple[str, str], Prepared, Future[dict[str, Any]] | None]] = field(default_factory=deque)
-    samples: dict[tuple[str, str, str, str], SampleResult] = field(default_factory=dict)
+    samples: dict[tuple[tuple[str, str], tuple[str, str]], SampleResult] = field(default_factory=dict)
     keys: list[tuple[tuple[str, str], int, GroundTruth, tuple[str, str]]] = field(default_factory=list)
-    size: int = 0  # completions in the next chunk (the ramp's step; set from _FIRST_CHUNK)
+    size: int = _FIRST_CHUNK  # completions in the next chunk (the ramp's step)
 
     def collect(self, wait: bool) -> None:
         """Assemble the chunks whose results are in (in order; with ``wait``, every chunk)."""
@@ -493,7 +498,7 @@ class _Calls:
             group, prepared, future = pending.popleft()
             results: dict[str, Any] = future.result() if future is not None else {}
             for sample in assemble(prepared, results, self.rewards):
-                self.samples[group[0], group[1], sample.plan, sample.state] = sample
+                self.samples[group, (sample.plan, sample.state)] = sample
 
 
 def _check_states(mutant_set: MutantSet, truths: Sequence[GroundTruth]) -> None:
@@ -601,8 +606,6 @@ def ceiling_of(truth: GroundTruth) -> float:
 # --------------------------------------------------------------------------- scoring
 
 #: Completions read per submission to the workers in a batch: the first chunk, and the largest.
-_FIRST_CHUNK = 2
-_CHUNK = 8
 
 
 def _plan_input(text: Any, state: str, prompt: str | None, reader: fastread.Reader | None = None) -> PlanInput:
