@@ -21,6 +21,8 @@ whose evaluations it held with the same error batch mode raises. Idle workers st
 A caller that computes in Python between submits (the reward path reads plans) serves the
 processes itself inside :func:`serving`, calling :func:`pump` between two steps: the workers
 whose processes run step aside, so no result waits for a thread that waits for the GIL.
+While anyone serves, the processes that run at once in all pools leave each serving thread a
+CPU (:func:`running_cap`); the rest start on the queue when the last one stops serving.
 
 Pools may share one :class:`Budget` (the schemata builds of one mutant set: one pool per build):
 then at most its number of processes run at once across all of them, however many builds the
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import select
@@ -190,6 +193,7 @@ class _Worker:
         self.stop = False  # asked to stop its process once idle: too many processes are alive
         self.free = True  # has no evaluation in flight (the pool's accounting, under its lock)
         self.holds = False  # holds a share of the pool's budget (while it has evaluations in flight)
+        self.running = False  # counted by _start_running: handed work, not yet drained (under _running_lock)
         self.pid: int | None = None  # the simulator's own pid, once ready
         self.proc: subprocess.Popen[Any] | None = None
         self.conn: socket.socket | None = None
@@ -407,9 +411,12 @@ class _Worker:
         return True
 
     def _release(self) -> None:
+        """Nothing in flight: give back the budget share and the running count."""
         if self.holds:
             self.holds = False
             self.pool.budget.release()
+        if self.running:
+            _stop_running(self)
 
     def _send(self, out: bytearray) -> bool:
         """Send what the socket takes of ``out`` now; False when the process has gone."""
@@ -577,7 +584,7 @@ class WarmPool:
         self.build = build
         self.design = design
         self.limits = limits or Limits()
-        self.workers = max(1, min(int(workers), os.cpu_count() or 1))
+        self.workers = max(1, min(int(workers), usable_cpus()))
         self.budget = budget or Budget(self.workers)
         self.max_alive = process_cap()
         self.idle_seconds = float(idle_seconds)
@@ -640,12 +647,13 @@ class WarmPool:
             return sorted(w.pid for w in self._live if w.pid)
 
     def stats(self) -> dict[str, int]:
-        """Workers alive and busy, evaluations queued, processes started, evaluations run, and
-        how many of their results a serving caller routed (:func:`serving`)."""
+        """Workers alive and busy (handed work not yet all answered), evaluations queued,
+        processes started, evaluations run, and how many of their results a serving caller
+        routed (:func:`serving`)."""
         with self._cond:
             return {
                 "workers": len(self._live),
-                "busy": len(self._live) - self._free,
+                "busy": sum(1 for w in self._live if w.running),
                 "queued": len(self._queue),
                 "processes": self.counters.processes,
                 "evaluations": self.counters.evaluations,
@@ -710,8 +718,11 @@ class WarmPool:
                     return []  # a pumping caller handed it work meanwhile
                 while self._queue and self._queue[0].ticket.done:
                     self._queue.popleft()  # its caller already failed
-                if self._queue or not wait:
+                # a worker with nothing in flight starts only if the serving callers leave a CPU
+                if self._queue and (worker.running or _start_running(worker)):
                     break
+                if not wait:
+                    return []
                 if worker.stop:  # more processes are alive than allowed, this one the idlest (_trim)
                     worker.stop = False
                     return None
@@ -839,6 +850,62 @@ def process_cap() -> int:
     if cap < 1:
         raise ConfigError(f"${env.WARM_PROCESSES_VAR}={raw!r}: expected a whole number of processes, at least 1")
     return cap
+
+
+# -- processes with work in flight while callers serve ---------------------------------------
+
+_running_lock = threading.Lock()
+_running = 0  # workers handed work and not yet drained, in every pool (_start_running, _stop_running)
+
+
+@functools.cache
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity on this system
+        return os.cpu_count() or 1
+
+
+def running_cap() -> int | None:
+    """How many processes may have work in flight at once, in every pool: while callers serve
+    (:func:`serving`), the CPUs less one for each serving thread (at least one), else no cap.
+
+    A thread that reads plans between two pumps needs a CPU of its own. Beside as many busy
+    processes as CPUs it shares a core with them, and the scheduler gives each a fair share
+    (on 2 cores, 2 simulators and the reader: two thirds of a core each; each simulator leads
+    a session of its own, so each is a scheduling group of its own as well): the reader then
+    hands out work more slowly than the processes run it, and they stand idle between two
+    chunks while the cores they would use go to nobody. Capped, the reader keeps a core and
+    the processes left out start on the queue once the last caller stops serving
+    (ARCHITECTURE.md, "Reading plans on the reward path")."""
+    servers = _servers
+    return max(1, usable_cpus() - servers) if servers else None
+
+
+def _start_running(worker: _Worker) -> bool:
+    """Count ``worker`` (nothing in flight) as running, unless that would pass :func:`running_cap`."""
+    global _running
+    with _running_lock:
+        cap = running_cap()
+        if cap is not None and _running >= cap:
+            return False
+        _running += 1
+        worker.running = True
+        return True
+
+
+def _stop_running(worker: _Worker) -> None:
+    global _running
+    with _running_lock:
+        if worker.running:
+            worker.running = False
+            _running -= 1
+
+
+def running() -> int:
+    """Processes with work in flight now, in every pool."""
+    return _running
 
 
 def _admit(worker: _Worker) -> None:

@@ -22,7 +22,7 @@ from hwtp.plans.format import extract_plan, load_plan_file, parse_plan
 from hwtp.policy.policies import PlanRequest, RandomPolicy
 from hwtp.rtl.design import load_design
 from hwtp.scoring.score import ScoreConfig, prepare, run_evaluations, schemata_build
-from hwtp.sim import procs
+from hwtp.sim import procs, warm
 from hwtp.sim.executors.base import schemata_targets
 from hwtp.sim.executors.warm import WarmExecutor
 from hwtp.sim.job import Evaluation, Limits, compile_plan
@@ -386,6 +386,65 @@ def test_a_serving_caller_routes_the_results_itself_and_other_callers_get_theirs
         assert stats["served"] > served  # the pump did route results (not only the threads)
         assert stats["queued"] == 0 and stats["busy"] == 0 and stats["processes"] == 2
         assert lines(pool.run(evs)) == lines(case.reference)  # the threads serve again afterwards
+
+
+def test_while_a_caller_serves_it_keeps_a_cpu_and_the_other_processes_start_when_it_stops(
+    cases: dict[str, Case], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = cases[SEQUENTIAL]
+    evs, reference = _with_slow(case)
+    monkeypatch.setattr(warm, "usable_cpus", lambda: 2)
+    assert warm.running_cap() is None  # nobody serves: no cap
+    with case.pool(workers=2) as pool:
+        pool.run(evs)  # both processes started and used (no cap outside serving)
+        assert pool.stats()["processes"] == 2 and warm.running() == 0
+        running: list[int] = []
+        with serving() as pump:
+            assert warm.running_cap() == 1  # 2 CPUs, one of them the serving thread's
+            future = pool.submit(evs)
+            while not future.done():
+                pump()
+                running.append(warm.running())
+                sum(range(2000))  # a plan's reading, holding the GIL
+        assert lines(future.result()) == lines(reference)
+        assert max(running) == 1 and len(running) > 10  # one process at a time while it served
+        # submitted while serving, waited for after: the second process starts when it stops
+        seen: list[int] = []
+        with serving() as pump:
+            future = pool.submit(evs)
+            pump()
+        while not future.done():
+            seen.append(warm.running())
+            time.sleep(0.001)
+        assert lines(future.result()) == lines(reference)
+        assert max(seen) == 2
+        assert pool.stats()["processes"] == 2 and pool.stats()["busy"] == 0 and warm.running() == 0
+
+
+def test_the_running_cap_leaves_each_serving_thread_a_cpu_and_at_least_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(warm, "usable_cpus", lambda: 4)
+    inside, entered, leave = [], threading.Event(), threading.Event()
+
+    def serve_too() -> None:
+        with serving():
+            entered.set()
+            leave.wait(30)
+
+    with serving():
+        inside.append(warm.running_cap())
+        other = threading.Thread(target=serve_too)
+        other.start()
+        assert entered.wait(30)
+        inside.append(warm.running_cap())
+        leave.set()
+        other.join(30)
+        inside.append(warm.running_cap())
+    assert inside == [3, 2, 3] and warm.running_cap() is None
+    monkeypatch.setattr(warm, "usable_cpus", lambda: 1)
+    with serving():
+        assert warm.running_cap() == 1  # never none: the work must go on
 
 
 def test_a_worker_killed_while_a_caller_serves_it_loses_and_duplicates_nothing(cases: dict[str, Case]) -> None:
