@@ -366,11 +366,16 @@ def _served(pool: WarmPool, evaluations: list[Evaluation], between: Any = None) 
         return future.result()
 
 
-def test_a_serving_caller_routes_the_results_itself_and_other_callers_get_theirs(cases: dict[str, Case]) -> None:
+def test_a_serving_caller_routes_the_results_itself_and_other_callers_get_theirs(
+    cases: dict[str, Case], monkeypatch: pytest.MonkeyPatch
+) -> None:
     case = cases[SEQUENTIAL]
     evs = case.evaluations
+    # a CPU for the serving thread beside both processes: the other callers' runs start the
+    # second process while it serves (on 2 CPUs running_cap would defer it to the end)
+    monkeypatch.setattr(warm, "usable_cpus", lambda: 3)
     with case.pool(workers=2) as pool:
-        pool.run(evs[:4])  # both processes started (a serving caller never starts one)
+        pool.run(evs[:4])  # a process started (a serving caller never starts one)
         served = pool.stats()["served"]
         others: dict[int, dict[str, EvalResult]] = {}
         threads = [threading.Thread(target=lambda k=k: others.update({k: pool.run(evs[k::3])})) for k in range(3)]
