@@ -605,8 +605,6 @@ def ceiling_of(truth: GroundTruth) -> float:
 
 # --------------------------------------------------------------------------- scoring
 
-#: Completions read per submission to the workers in a batch: the first chunk, and the largest.
-
 
 def _plan_input(text: Any, state: str, prompt: str | None, reader: fastread.Reader | None = None) -> PlanInput:
     """The plan of one completion, or an invalid input with the reason: whatever the completion
