@@ -263,7 +263,7 @@ class Harness(PlanTiming):
 
         ``s`` (sample) ops append ``[step, cycle, [output values...]]`` to ``trace``.
         """
-        for op, arg, step in test["ops"]:
+        for step, (op, arg) in enumerate(test["ops"], 1):
             if time.perf_counter() > deadline:
                 raise _Abort
             if op == "d":

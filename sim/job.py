@@ -13,8 +13,9 @@ contract") is one JSON object, :meth:`Job.as_data`:
 - ``inputs``: ``[[name, width], ...]`` (the clock left out); ``outputs``: ``[[name, width, signed], ...]``;
 - ``limits``: ``{"max_cycles", "wall_s"}``;
 - ``evaluations``: entries :meth:`Evaluation.as_job_entry`: ``{"id", "mutant", "stop_on_fail",
-  "tests"}``, each test ``{"name", "ops"}``; empty in warm mode, where the same entries arrive
-  one JSON line each over the host's socket.
+  "tests"}``, each test ``{"name", "ops"}`` and each op ``[code, argument]`` (its step number is its
+  position in the test, from 1); empty in warm mode, where the same entries arrive one JSON line
+  each over the host's socket.
 
 Bump the version on any change a harness of another version would misread.
 """
@@ -36,8 +37,12 @@ if TYPE_CHECKING:
     from hwtp.plans.format import Plan
     from hwtp.rtl.design import Design
 
+#: A plan's compiled tests (:func:`compile_plan`), or their JSON array as :func:`encode_lines`
+#: writes it (the reward path's plan reader writes them so: hwtp.plans.fastread).
+CompiledTests = tuple[dict[str, Any], ...] | bytes
+
 #: Version of the job format written in every job's header and checked by the harness.
-JOB_FORMAT_VERSION = 1
+JOB_FORMAT_VERSION = 2
 
 
 class JobFormatError(ValueError):
@@ -62,39 +67,49 @@ class Evaluation:
     """One run of a plan on one state (``mutant`` 0 is golden)."""
 
     id: str
-    tests: tuple[dict[str, Any], ...]
+    tests: CompiledTests
     mutant: int = 0
     stop_on_fail: bool = True
     cycles: int = 0
     observe: bool = False  # record each test's outputs and activation probes (hwtp score --diagnose)
 
+    def test_list(self) -> list[dict[str, Any]]:
+        """The compiled tests as data (read from their JSON when they were given written)."""
+        return decode_line(self.tests) if isinstance(self.tests, bytes) else list(self.tests)  # type: ignore[no-any-return]
+
     def as_job_entry(self) -> dict[str, Any]:
-        entry = {"id": self.id, "mutant": self.mutant, "stop_on_fail": self.stop_on_fail, "tests": list(self.tests)}
+        entry = {"id": self.id, "mutant": self.mutant, "stop_on_fail": self.stop_on_fail, "tests": self.test_list()}
         if self.observe:
             entry["observe"] = True
         return entry
 
 
-def encode_line(data: Any) -> bytes:
-    """One compact JSON line (``\\n``-terminated) of warm mode's socket: an evaluation's entry."""
+def encode_json(data: Any) -> bytes:
+    """``data`` as compact JSON, as the socket carries it (written by orjson when it can)."""
     if orjson is not None:
         try:
-            return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
+            return orjson.dumps(data)  # type: ignore[no-any-return]
         except TypeError:  # an integer wider than 64 bits
             pass
-    return (json.dumps(data, separators=(",", ":")) + "\n").encode()
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def encode_line(data: Any) -> bytes:
+    """One compact JSON line (``\\n``-terminated) of warm mode's socket: an evaluation's entry."""
+    return encode_json(data) + b"\n"
 
 
 def encode_lines(evaluations: Sequence[Evaluation]) -> list[bytes]:
     """The socket lines of ``evaluations``, each the bytes :func:`encode_line` writes of its
     entry; the tests that several evaluations share (a plan's golden run and its state's, the
-    same ops object) are written once and spliced into each line."""
+    same ops object) are written once and spliced into each line, and tests given written are
+    spliced as they are."""
     if orjson is None:
         return [encode_line(ev.as_job_entry()) for ev in evaluations]
     written: dict[int, bytes] = {}
     lines = []
     for ev in evaluations:
-        tests = written.get(id(ev.tests))
+        tests = ev.tests if isinstance(ev.tests, bytes) else written.get(id(ev.tests))
         if tests is None:
             try:
                 tests = written[id(ev.tests)] = orjson.dumps(list(ev.tests))
@@ -155,21 +170,21 @@ class Limits:
 
 
 def compile_plan(plan: Plan, design: Design) -> tuple[dict[str, Any], ...]:
-    """Compile a validated plan into harness ops (one dict per test; each op a ``(code, argument,
-    step number)`` tuple, a JSON array on the socket)."""
+    """Compile a validated plan into harness ops (one dict per test; each op a ``(code, argument)``
+    pair, a JSON array on the socket, whose step number is its position in the test from 1)."""
     widths = {p.name: p.width for p in design.ports}
     compiled = []
     for test in plan.tests:
-        ops: list[tuple[str, Any, int]] = []
-        for index, step in enumerate(test.steps, start=1):
+        ops: list[tuple[str, Any]] = []
+        for step in test.steps:
             if step.kind in ("wait", "reset"):
-                ops.append((step.kind[0], step.count, index))
+                ops.append((step.kind[0], step.count))
             elif step.kind == "sample":
-                ops.append(("s", 0, index))
+                ops.append(("s", 0))
             elif step.kind == "drive":
-                ops.append(("d", [[n, v.masked(widths[n])[0]] for n, v in step.values], index))
+                ops.append(("d", [[n, v.masked(widths[n])[0]] for n, v in step.values]))
             else:
-                ops.append(("e", [[n, *v.masked(widths[n]), v.literal()] for n, v in step.values], index))
+                ops.append(("e", [[n, *v.masked(widths[n]), v.literal()] for n, v in step.values]))
         compiled.append({"name": test.name, "ops": ops})
     return tuple(compiled)
 

@@ -67,7 +67,7 @@ def _run_test(
     test: dict[str, Any], y: Callable[[int, int], int], hangs: bool, trace: list[Any]
 ) -> dict[str, Any] | str | None:
     inputs = {"a": 0, "b": 0}
-    for op, arg, step in test["ops"]:
+    for step, (op, arg) in enumerate(test["ops"], 1):
         if op == "d":
             inputs.update(dict(arg))
         elif op == "s":  # a sample: [step, cycle, [outputs]], as the harness records it
@@ -87,7 +87,7 @@ def evaluate(ev: Evaluation, limits: Limits) -> EvalResult:
     y = MODELS[ev.mutant]
     tests: list[dict[str, Any]] = []
     first = None
-    for test in ev.tests:
+    for test in ev.test_list():
         trace: list[Any] = []
         mismatch = _run_test(test, y, ev.mutant == HANGS, trace)
         if mismatch == "hang":

@@ -15,6 +15,7 @@ import functools
 import json
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from hwtp.plans import fastread
 from hwtp.plans.format import CYCLE_LIMIT
 from hwtp.rewards import core
-from hwtp.rewards.completion import _builtin_format, strip_trailing_special
+from hwtp.rewards.completion import _builtin_format, response_text, strip_trailing_special
 from hwtp.rtl.design import Design, load_design
 from hwtp.scoring.score import compile_input
 
@@ -276,8 +277,13 @@ def completion(rng: random.Random, design: Design) -> str:
 
 
 def _outcome(text: str, state: str, reader: fastread.Reader | None, design: Design) -> tuple[Any, ...]:
+    """(id, error, the compiled tests as the harness reads them and cycles, or why not, read fast)."""
     p = core._plan_input(text, state, None, reader)
-    return p.id, p.error, compile_input(p, design, CYCLE_LIMIT), p.compiled is not None
+    compiled = compile_input(p, design, CYCLE_LIMIT)
+    if not isinstance(compiled, str):  # the reader writes the tests as JSON, compile_plan gives data
+        tests, cycles = compiled
+        compiled = (json.loads(tests if isinstance(tests, bytes) else json.dumps(tests)), cycles)
+    return p.id, p.error, compiled, p.compiled is not None
 
 
 @pytest.mark.parametrize("name", ["counter_en_load", "adder_carry"])
@@ -448,17 +454,46 @@ def test_socket_lines_with_shared_tests_are_the_bytes_of_each_entry() -> None:
     design = load_design("counter_en_load")
     reader = fastread.Reader(design, CYCLE_LIMIT)
     rng = random.Random(5)
-    ops = []
-    while len(ops) < 20:
+    written = []  # the reader's tests, written as JSON
+    while len(written) < 20:
         read = reader.read(completion(rng, design))
         if isinstance(read, tuple):
-            ops.append(read[1])
-    wide = ({"name": "t", "ops": [["d", [["d", 1 << 70]], 1]]},)  # past 64 bits: the plain JSON writer
+            written.append(read[1])
+    compiled = ({"name": "t", "ops": [["d", [["d", 1]]], ["w", 2]]},)  # compile_plan's: data
+    wide = ({"name": "t", "ops": [["d", [["d", 1 << 70]]]]},)  # past 64 bits: the plain JSON writer
     evaluations = [
         Evaluation(f"p{k}@{state}", tests, mutant, stop_on_fail=k % 3 != 0, cycles=5, observe=k % 4 == 0)
-        for k, tests in enumerate([*ops, wide])
+        for k, tests in enumerate([*written, compiled, wide])
         for state, mutant in (("golden", 0), ("m0003", 3))  # golden and a state share one tests object
     ]
     lines = encode_lines(evaluations)
     assert lines == [encode_line(ev.as_job_entry()) for ev in evaluations]
     assert [json.loads(line) for line in lines] == [json.loads(json.dumps(ev.as_job_entry())) for ev in evaluations]
+
+
+def test_the_reader_writes_the_tests_as_the_socket_carries_the_old_paths_compiled_plan(tmp_path: Path) -> None:
+    """The reader never builds the harness ops as data: it writes each test's JSON from its
+    steps' written ops. Those bytes are the old path's compiled plan written for the socket, byte
+    for byte, on random plans and on a port wider than 64 bits (the plain JSON writer's case)."""
+    from hwtp.plans.format import extract_plan
+    from hwtp.sim.job import compile_plan, encode_json
+
+    design = load_design("counter_en_load")
+    reader = fastread.Reader(design, CYCLE_LIMIT)
+    rng = random.Random(11)
+    checked = 0
+    while checked < 40:
+        text = completion(rng, design)
+        read = reader.read(response_text(text))
+        if isinstance(read, tuple):
+            plan = extract_plan(response_text(text))
+            assert read[1] == encode_json(list(compile_plan(plan, design))), text
+            checked += 1
+    source = tmp_path / "wide.v"
+    source.write_text("module wide(input [99:0] d, output [99:0] q);\n  assign q = ~d;\nendmodule\n")
+    wide = load_design(source)
+    text = "tests:\n- name: t\n  steps:\n  - drive: {d: \"100'h8_0000_0000_0000_0000_0000_0001\"}\n  - expect: {q: 5}\n"
+    read = fastread.Reader(wide, CYCLE_LIMIT).read(text)
+    assert isinstance(read, tuple)
+    assert read[1] == encode_json(list(compile_plan(extract_plan(text), wide)))
+    assert json.loads(read[1])[0]["ops"][0] == ["d", [["d", (1 << 99) + 1]]]

@@ -83,8 +83,9 @@ def test_the_harness_refuses_a_job_of_another_format_version(
     plan = parse_plan("tests:\n- name: t\n  steps:\n  - drive: {en: 1}\n  - wait: 3\n  - expect: {q: 3}\n")
     job = Job(design, (Evaluation("e0", compile_plan(plan, design), cycles=plan_cycles(plan, design)),))
     assert run_job(build, job)[0].status == "pass"
-    monkeypatch.setattr(job_format, "JOB_FORMAT_VERSION", job_format.JOB_FORMAT_VERSION + 1)
-    with pytest.raises(SimulationError, match=r"job format version 2 is not this harness's version 1"):
+    ours = job_format.JOB_FORMAT_VERSION
+    monkeypatch.setattr(job_format, "JOB_FORMAT_VERSION", ours + 1)
+    with pytest.raises(SimulationError, match=rf"job format version {ours + 1} is not this harness's version {ours}"):
         run_job(build, job)
 
 

@@ -92,7 +92,7 @@ def test_the_memory_executor_keeps_the_protocol(tmp_path: Path) -> None:
     and a selector value the schemata lacks refused as a real executor refuses it."""
     schemata = schemata_targets(model.mutant_set(tmp_path))
     executor = MemoryExecutor(model.evaluate)
-    ops = ({"name": "t", "ops": [["d", [["a", 1], ["b", 1]], 1], ["e", [["y", 2, 31, 2]], 2]]},)
+    ops = ({"name": "t", "ops": [["d", [["a", 1], ["b", 1]]], ["e", [["y", 2, 31, 2]]]]},)
     evaluations = [Evaluation("g", ops, 0), Evaluation("g", ops, 0), Evaluation("m", ops, 2)]
     seen: list[str] = []
     results = executor.run(schemata, evaluations, Limits(), on_result=lambda r: seen.append(r.id))

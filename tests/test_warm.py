@@ -131,7 +131,7 @@ def test_concurrent_callers_get_their_own_results(cases: dict[str, Case]) -> Non
 def _hung(case: Case) -> Evaluation:
     """An evaluation that simulates for minutes: compiled ops with one wait of 10^9 cycles
     (no plan may ask for that many; the budget must stop it all the same)."""
-    return Evaluation("hung", ({"name": "forever", "ops": [["w", 10**9, 1]]},))
+    return Evaluation("hung", ({"name": "forever", "ops": [["w", 10**9]]},))
 
 
 def test_a_hung_evaluation_is_a_timeout_within_its_budget_and_the_pool_goes_on(cases: dict[str, Case]) -> None:

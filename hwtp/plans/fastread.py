@@ -49,6 +49,7 @@ import yaml
 
 from hwtp.plans.format import MAX_STEPS, MAX_TESTS, MAX_WAIT, STEP_KINDS, candidates, no_plan
 from hwtp.plans.values import Value, ValueError_, parse_value
+from hwtp.sim.job import encode_json
 
 if TYPE_CHECKING:
     from hwtp.rtl.design import Design
@@ -295,8 +296,7 @@ def _strings_plain(value: Any) -> bool:
 class _Step(NamedTuple):
     """What one step compiles to, kept by the reader for every plan that holds the same step."""
 
-    code: str  # the op's code (hwtp.sim.job.compile_plan)
-    arg: Any  # the op's argument: a count, or the port entries
+    op: bytes  # the harness op (hwtp.sim.job.compile_plan's), written as the socket carries it
     written: bytes | None  # the step of to_data's tests as plan_key writes it (None: orjson cannot)
     counts: int  # its nodes in rapidyaml's tree below the steps list, plus its cycles << _SHIFT
     data: dict[str, Any]  # the step as hwtp.plans.format.to_data writes it
@@ -306,7 +306,7 @@ class _Step(NamedTuple):
 # gives both (a test has at most MAX_STEPS steps of fewer than 2**_SHIFT nodes each)
 _SHIFT = 32
 _LOW = (1 << _SHIFT) - 1
-_CODE, _ARG, _WRITTEN, _COUNTS = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+_OP, _WRITTEN, _COUNTS = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 def _counts(nodes: int, cycles: int) -> int:
@@ -337,10 +337,11 @@ def _shapes_key(shapes: list[tuple[str, str, list[_Step]]]) -> str:
 class Reader:
     """Reads completions into compiled plans for one design and cycle limit.
 
-    :meth:`read` gives ``(plan id, ops, cycles)`` (the :func:`plan_key` of the plan's tests as
-    :func:`hwtp.plans.format.to_data` writes them, the harness ops of
-    :func:`hwtp.sim.job.compile_plan`, :func:`hwtp.sim.job.plan_cycles`), :data:`NO_PLAN`,
-    or :data:`UNDECIDED`. Steps and port values are looked up in bounded tables of those seen.
+    :meth:`read` gives ``(plan id, tests, cycles)`` (the :func:`plan_key` of the plan's tests as
+    :func:`hwtp.plans.format.to_data` writes them; the tests of :func:`hwtp.sim.job.compile_plan`
+    written as JSON, as the socket carries them, so that they are never built as data;
+    :func:`hwtp.sim.job.plan_cycles`), :data:`NO_PLAN`, or :data:`UNDECIDED`. Steps and port
+    values are looked up in bounded tables of those seen.
     """
 
     _TABLE = 1 << 16
@@ -364,7 +365,7 @@ class Reader:
         # _Step, or _BAD): steps repeat across plans
         self._steps: dict[bytes, Any] = {}
 
-    def read(self, text: str) -> tuple[str, tuple[dict[str, Any], ...], int] | str | None:
+    def read(self, text: str) -> tuple[str, bytes, int] | str | None:
         """What the old path makes of a completion's response ``text``, when decidable here."""
         if not FAST or len(text) > _MAX_TEXT or (not text.isascii() and _SURROGATES.search(text)):
             return UNDECIDED
@@ -401,7 +402,7 @@ class Reader:
         nodes += len(tests)
         names: set[str] = set()
         shapes: list[tuple[str, str, list[_Step]]] = []  # (name, description, steps) of each test
-        compiled: list[dict[str, Any]] = []
+        compiled: list[bytes] = []  # each test's harness ops, written
         total = self.per_test * len(tests)
         steps_seen = self._steps
         for raw in tests:
@@ -438,12 +439,11 @@ class Reader:
             nodes += len(steps) + (counts & _LOW)
             total += counts >> _SHIFT
             shapes.append((name, description, known))
-            # the ops of hwtp.sim.job.compile_plan: (code, argument, step number), built in C
-            ops = list(zip(map(_CODE, known), map(_ARG, known), range(1, len(known) + 1), strict=True))
-            compiled.append({"name": name, "ops": ops})
+            # the test of hwtp.sim.job.compile_plan as the socket carries it, joined in C
+            compiled.append(b'{"name":%b,"ops":[%b]}' % (_text(name), b",".join(map(_OP, known))))
         if nodes != size or total > self.max_cycles:
             return None
-        return _shapes_key(shapes), tuple(compiled), total
+        return _shapes_key(shapes), b"[%b]" % b",".join(compiled), total
 
     def _step_of(self, step: Any) -> Any:
         """What one step as read compiles to (:class:`_Step`), or ``_BAD``."""
@@ -465,7 +465,7 @@ class Reader:
             if kind == "reset" and not self.has_reset:
                 return _BAD
             counted: dict[str, Any] = {kind: body}
-            return _Step(kind[0], body, _dumps(counted), _counts(1, body), counted)
+            return _Step(encode_json((kind[0], body)), _dumps(counted), _counts(1, body), counted)
         if kind not in STEP_KINDS or body.__class__ is not dict or not body:
             return _BAD
         table = self._drive if kind == "drive" else self._expect
@@ -481,7 +481,8 @@ class Reader:
             entries.append(known[0])
             literals[port] = known[1]
         data: dict[str, Any] = {kind: literals}
-        return _Step("d" if kind == "drive" else "e", entries, _dumps(data), _counts(1 + len(body), 0), data)
+        op = encode_json(("d" if kind == "drive" else "e", entries))
+        return _Step(op, _dumps(data), _counts(1 + len(body), 0), data)
 
     def _learn(self, table: dict[Any, Any], kind: str, port: str, raw: Any) -> Any:
         """The table entry of ``raw`` on ``port`` (``_BAD`` when not decidable), kept."""

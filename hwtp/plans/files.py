@@ -15,11 +15,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwtp import yamlio
 from hwtp.errors import HwtpError, PlanError, ScoreError
 from hwtp.plans.format import Plan, extract_plan, load_plan_file, plan_from_data
+
+if TYPE_CHECKING:
+    from hwtp.sim.job import CompiledTests
 
 #: Index file that ``hwtp plan`` writes in its output folder.
 PLAN_INDEX = "plans.jsonl"
@@ -152,9 +155,9 @@ class PlanInput:
     state: str | None = None  # the state it was written for (hwtp plan), else None
     source: str = ""
     meta: dict[str, Any] | None = None  # hwtp plan's metadata (prompt, completion, usage...)
-    # the harness ops and cycles when already checked against the design and cycle limit it is
+    # the compiled tests and cycles when already checked against the design and cycle limit it is
     # scored with (hwtp.plans.fastread.Reader, the reward path); hwtp.scoring.score.prepare then takes them as they are
-    compiled: tuple[tuple[dict[str, Any], ...], int] | None = field(default=None, compare=False, repr=False)
+    compiled: tuple[CompiledTests, int] | None = field(default=None, compare=False, repr=False)
 
 
 def _from_file(path: Path, plan_id: str) -> PlanInput:

@@ -35,7 +35,7 @@ from hwtp.scoring.scheme import (
 from hwtp.scoring.scheme import killable as killable_ids
 from hwtp.sim.executors.base import Executor, schemata_target, schemata_targets
 from hwtp.sim.executors.local import LocalExecutor, run_batched
-from hwtp.sim.job import Evaluation, Limits, compile_plan, plan_cycles
+from hwtp.sim.job import CompiledTests, Evaluation, Limits, compile_plan, plan_cycles
 from hwtp.sim.outputs import first_difference
 from hwtp.sim.runner import Counters, EvalResult
 
@@ -251,7 +251,7 @@ def check_identity(plans: Sequence[PlanInput], mutant_set: MutantSet) -> None:
                 )
 
 
-def compile_input(p: PlanInput, design: Any, max_cycles: int) -> tuple[tuple[dict[str, Any], ...], int] | str:
+def compile_input(p: PlanInput, design: Any, max_cycles: int) -> tuple[CompiledTests, int] | str:
     """A plan input's harness ops and cycles on ``design``, or why it cannot run (its reading
     error, or what :func:`hwtp.plans.format.validate` refuses). Ops compiled when it was read (the
     reward path's :class:`hwtp.plans.fastread.Reader`) are taken as they are."""
