@@ -597,7 +597,7 @@ class WarmPool:
         self._made = 0
         self._closed = False
         self._served_n = 0  # results routed by serving callers (see serving)
-        _all_pools.add(self)
+        _register(self)
 
     @property
     def closed(self) -> bool:
@@ -798,8 +798,9 @@ def pump() -> None:
     non-blocking ``recv`` per process with work in flight): call it between two plans."""
     global _lease
     _lease = time.monotonic() + _LEASE_S
-    for pool in list(_all_pools):
-        if not pool._closed:
+    for ref in _pool_refs:
+        pool = ref()
+        if pool is not None and not pool._closed:
             for worker in list(pool._live):
                 worker.pump()
 
@@ -943,6 +944,17 @@ _registry_lock = threading.Lock()
 _registry: OrderedDict[str, WarmPool] = OrderedDict()
 _making: dict[str, threading.Lock] = {}
 _all_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+# the same pools for pump(), which runs between two plans: a tuple of references is read in a
+# tenth of the time a WeakSet takes (made again when a pool is made; a closed one is skipped)
+_pool_refs: tuple[weakref.ref[WarmPool], ...] = ()
+_pools_lock = threading.Lock()
+
+
+def _register(pool: WarmPool) -> None:
+    global _pool_refs
+    with _pools_lock:
+        _all_pools.add(pool)
+        _pool_refs = tuple(weakref.ref(p) for p in _all_pools)
 # budget_for: by (key, slots), for as long as a pool holds it (pools keep theirs alive)
 _budgets: weakref.WeakValueDictionary[tuple[str, int], Budget] = weakref.WeakValueDictionary()
 
