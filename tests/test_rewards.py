@@ -80,6 +80,22 @@ def test_prompt_example_plan_is_never_a_plan() -> None:
         extract_plan(response_text(fmt + "<|im_end|>"))
 
 
+def test_example_texts_are_removed_whatever_characters_they_hold() -> None:
+    """An example text is looked for only where the rarest character it holds is (a scan of one
+    character): the format example and a prompt's example, one with and one without such a
+    character, are each removed from a completion that holds them, and nothing else is."""
+    from hwtp.policy.prompt import Templates
+
+    fmt = Templates.load().format
+    plain = "tests:\n  - name: own_example\n    steps:\n      - wait: 1\n"  # none of the rare characters
+    prompt = f"Answer like this:\n```yaml\n{plain}```\n"
+    answer = "tests:\n- name: mine\n  steps:\n  - wait: 2\n"
+    for held in (fmt, plain):
+        assert response_text(f"{held}\n{answer}", prompt).strip() == answer.strip()
+    assert response_text(answer, prompt) == answer.rstrip()
+    assert "own_example" in response_text(plain)  # not an example without that prompt
+
+
 def test_no_folders_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HWTP_STATES", raising=False)
     with pytest.raises(RewardError, match="no folders to search; set HWTP_STATES"):

@@ -253,7 +253,7 @@ def _fences(body: str) -> list[str]:
     opening ```` ``` ```` (whatever follows it on its line: a language, attributes) to the next
     ```` ``` ````, or to the end when the fence is cut off."""
     found: list[str] = []
-    at = body.find("```")
+    at = body.find("```") if "`" in body else -1  # one character's scan first: most text holds none
     while at >= 0:
         line_end = body.find("\n", at + 3)
         if line_end < 0:  # no line after the opening: no fence here or later

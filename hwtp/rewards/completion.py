@@ -139,9 +139,21 @@ def examples(prompt: str | None = None) -> tuple[tuple[str, ...], tuple[tuple[Te
     return tuple(ordered), tuple(dict.fromkeys(tests))
 
 
+#: Characters that plans and prose seldom hold, rarest first: an example text holding one is
+#: looked for only in a completion that holds it too (a scan of one character, not of the text).
+_RARE = "`~^$@|#"
+
+
+@functools.lru_cache(maxsize=256)
+def _removals(prompt: str | None) -> tuple[tuple[str, str], ...]:
+    """The texts :func:`strip_examples` removes, each with the rarest of :data:`_RARE` it
+    holds ("" when none): a completion without that character cannot hold the text."""
+    return tuple((text, next((c for c in _RARE if c in text), "")) for text in examples(prompt)[0])
+
+
 def strip_examples(text: str, prompt: str | None = None) -> str:
-    for example in examples(prompt)[0]:
-        if example in text:
+    for example, rare in _removals(prompt):
+        if rare in text and example in text:
             text = text.replace(example, "")
     return text
 
