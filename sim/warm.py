@@ -801,8 +801,13 @@ def pump() -> None:
     for ref in _pool_refs:
         pool = ref()
         if pool is not None and not pool._closed:
+            queued = bool(pool._queue)
             for worker in list(pool._live):
-                worker.pump()
+                # a worker with nothing in flight, nothing unsent and nothing queued has nothing to
+                # serve: skipped without its lock (a batch over many designs leaves most pools idle).
+                # Read unlocked: work it takes meanwhile is served at the next pump
+                if queued or worker.inflight or worker.out:
+                    worker.pump()
 
 
 @contextlib.contextmanager

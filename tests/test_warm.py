@@ -393,6 +393,28 @@ def test_a_serving_caller_routes_the_results_itself_and_other_callers_get_theirs
         assert lines(pool.run(evs)) == lines(case.reference)  # the threads serve again afterwards
 
 
+def test_a_pump_serves_the_pool_with_work_and_passes_the_idle_ones_by(
+    cases: dict[str, Case], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a batch over many designs leaves most pools idle between two plans: the pump touches only
+    # the workers with work in flight, unsent or queued, and still routes every result
+    seq, comb = cases[SEQUENTIAL], cases[COMBINATIONAL]
+    pumped: list[Any] = []
+    real = warm._Worker.pump
+    monkeypatch.setattr(warm._Worker, "pump", lambda self: (pumped.append(self.pool), real(self))[1])
+    with seq.pool(workers=2) as busy, comb.pool(workers=1) as idle, comb.pool(workers=1) as other:
+        busy.run(seq.evaluations[:4])  # processes started everywhere
+        idle.run(comb.evaluations[:2])
+        other.run(comb.evaluations[:2])
+        served = busy.stats()["served"]
+        pumped.clear()
+        assert lines(_served(busy, seq.evaluations)) == lines(seq.reference)
+        assert busy.stats()["served"] > served  # the pump routed results
+        assert pumped and set(pumped) == {busy}  # never the pools with nothing to do
+        assert lines(_served(idle, comb.evaluations)) == lines(comb.reference)  # and each in its turn
+        assert idle in pumped and other not in pumped
+
+
 def test_while_a_caller_serves_it_keeps_a_cpu_and_the_other_processes_start_when_it_stops(
     cases: dict[str, Case], monkeypatch: pytest.MonkeyPatch
 ) -> None:
