@@ -832,7 +832,7 @@ def serving() -> Iterator[Callable[[], None]]:
             _servers -= 1
             last = _servers == 0
         if last:
-            for pool in list(_all_pools):
+            for pool in _pools_alive():
                 with pool._cond:
                     pool._cond.notify_all()
 
@@ -948,20 +948,23 @@ def _trim(cap: int, spare: _Worker | None = None, idle: _Worker | None = None) -
 _registry_lock = threading.Lock()
 _registry: OrderedDict[str, WarmPool] = OrderedDict()
 _making: dict[str, threading.Lock] = {}
-_all_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()
-# the same pools for pump(), which runs between two plans: a tuple of references is read in a
-# tenth of the time a WeakSet takes (made again when a pool is made; a closed one is skipped)
+# every pool made (registered or not), by weak reference: a tuple, which pump() reads between
+# two plans in a tenth of the time a WeakSet takes; the dead ones are dropped when a pool is made
 _pool_refs: tuple[weakref.ref[WarmPool], ...] = ()
 _pools_lock = threading.Lock()
+# budget_for: by (key, slots), for as long as a pool holds it (pools keep theirs alive)
+_budgets: weakref.WeakValueDictionary[tuple[str, int], Budget] = weakref.WeakValueDictionary()
 
 
 def _register(pool: WarmPool) -> None:
     global _pool_refs
     with _pools_lock:
-        _all_pools.add(pool)
-        _pool_refs = tuple(weakref.ref(p) for p in _all_pools)
-# budget_for: by (key, slots), for as long as a pool holds it (pools keep theirs alive)
-_budgets: weakref.WeakValueDictionary[tuple[str, int], Budget] = weakref.WeakValueDictionary()
+        _pool_refs = (*(r for r in _pool_refs if r() is not None), weakref.ref(pool))
+
+
+def _pools_alive() -> list[WarmPool]:
+    """Every pool made that is still referenced (closed ones included)."""
+    return [pool for ref in _pool_refs if (pool := ref()) is not None]
 
 
 def pool_for(key: str, make: Callable[[], WarmPool], max_pools: int = 1024) -> WarmPool:
@@ -1017,7 +1020,7 @@ def close_all() -> None:
         _registry.clear()
         _making.clear()
         _budgets.clear()
-    for pool in list(_all_pools):
+    for pool in _pools_alive():
         pool.close()
 
 
