@@ -798,15 +798,18 @@ def pump() -> None:
     non-blocking ``recv`` per process with work in flight): call it between two plans."""
     global _lease
     _lease = time.monotonic() + _LEASE_S
+    cap = running_cap()  # a worker with nothing in flight may start on the queue only below it
     for ref in _pool_refs:
         pool = ref()
         if pool is not None and not pool._closed:
             queued = bool(pool._queue)
             for worker in list(pool._live):
-                # a worker with nothing in flight, nothing unsent and nothing queued has nothing to
-                # serve: skipped without its lock (a batch over many designs leaves most pools idle).
-                # Read unlocked: work it takes meanwhile is served at the next pump
-                if queued or worker.inflight or worker.out:
+                # skipped without its lock: a worker with nothing in flight and nothing unsent
+                # when nothing is queued (a batch over many designs leaves most pools idle), or
+                # when it may not start (while a caller reads plans on 2 cores, every pump would
+                # otherwise take and give back a budget share for the worker left out). Read
+                # unlocked: what changes meanwhile is served at the next pump
+                if worker.inflight or worker.out or (queued and (worker.running or cap is None or _running < cap)):
                     worker.pump()
 
 
