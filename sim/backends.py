@@ -33,6 +33,7 @@ from hwtp.rtl.design import SourceFile
 from hwtp.rtl.frontend import NO_OPTIONS as NO_OPTIONS  # re-exported: the build options' home is hwtp.rtl.frontend
 from hwtp.rtl.frontend import BuildOptions as BuildOptions
 from hwtp.sim import procs, toolchain, verilated_runtime
+from hwtp.sim.cpus import usable_cpus
 from hwtp.sim.toolchain import Probe
 
 HARNESS_MODULE = "hwtp.sim.harness"
@@ -348,7 +349,7 @@ class VerilatorBackend:
         environ = toolchain.simulator_environment(tool)
         log = build_dir / "build.log"
         _run_build_step(argv, build_dir, environ, log, "Verilator")
-        jobs = str(max(1, min(os.cpu_count() or 1, 4)))
+        jobs = str(min(usable_cpus(), 4))
         make = [
             "make",
             "-j",

@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import json
-import os
 import select
 import socket
 import subprocess
@@ -61,6 +59,7 @@ from hwtp import env
 from hwtp.errors import ConfigError, HwtpError, SimulationError
 from hwtp.sim import procs
 from hwtp.sim.buildcache import Build
+from hwtp.sim.cpus import usable_cpus
 from hwtp.sim.job import Evaluation, Job, Limits, decode_line, encode_lines
 from hwtp.sim.runner import (
     Counters,
@@ -865,15 +864,6 @@ def process_cap() -> int:
 
 _running_lock = threading.Lock()
 _running = 0  # workers handed work and not yet drained, in every pool (_start_running, _stop_running)
-
-
-@functools.cache
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, where the system tells it)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # no affinity on this system
-        return os.cpu_count() or 1
 
 
 def running_cap() -> int | None:

@@ -28,7 +28,6 @@ name ``file:line: field: what is wrong`` and how to fix it. Every field also has
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +51,7 @@ from hwtp.rtl.design import (
 )
 from hwtp.rtl.frontend import elaborate, included_files, module_names
 from hwtp.sim.backends import DEFAULT_BACKEND, NO_OPTIONS, BuildOptions, backend_names
+from hwtp.sim.cpus import usable_cpus
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: How a timeout counts in the score: as killed, as survived, or left out (the default).
@@ -96,7 +96,7 @@ class CiConfig:
     formal: str = "auto"                         # survivors checked for equivalence by Yosys: auto, on, off
     formal_depth: int = 20                       # bounded-check cycles after reset
     formal_timeout: float = 5.0                  # CPU seconds per survivor for the formal check
-    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    jobs: int = field(default_factory=usable_cpus)
     min_score: float | None = None               # the gate; None: report only
     shared: bool = True                          # many mutants per simulator process when sound (hwtp.ci.shared)
     timeouts_as: str = "excluded"                # a timeout counts as killed, survived or not at all

@@ -64,6 +64,7 @@ from hwtp.scoring.score import (
     prepare,
 )
 from hwtp.sim import switching, warm
+from hwtp.sim.cpus import usable_cpus
 from hwtp.sim.executors.base import EXECUTORS, Executor, Schemata, schemata_targets
 from hwtp.sim.executors.choice import make_executor
 from hwtp.sim.job import Limits
@@ -110,7 +111,7 @@ def _environment_workers() -> int:
         if value < 1:
             raise ConfigError(f"{env.REWARD_WORKERS_VAR}={text!r}: at least 1 worker")
         return value
-    return max(1, min(4, os.cpu_count() or 1))
+    return min(4, usable_cpus())
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ configuration is refused with what changed (or accepted with ``--force-new-stage
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from hwtp.env import DEFAULT_MAX_RESPONSE_BYTES
 from hwtp.errors import ConfigError
 from hwtp.policy.planning import MAX_SAMPLES
 from hwtp.scoring.scheme import DEFAULT_PENALTY, SMU, check_name
+from hwtp.sim.cpus import usable_cpus
 from hwtp.training.advantage import PRESETS
 from hwtp.training.export import FORMATS
 
@@ -119,7 +119,7 @@ class RunConfig:
     group_by: str = "design"
     formats: tuple[str, ...] = ("jsonl",)
     batch_size: int | None = None
-    jobs: int = os.cpu_count() or 1  # not part of the fingerprint: does not change results
+    jobs: int = usable_cpus()  # not part of the fingerprint: does not change results
     concurrency: int = 8  # not part of the fingerprint
     timeout: float = 300.0  # total deadline of one endpoint request, s; not part of the fingerprint
     retries: int = 5  # retries of a failed endpoint request; not part of the fingerprint

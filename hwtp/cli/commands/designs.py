@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -13,6 +12,7 @@ from hwtp.corpus import importer, sources, splits
 from hwtp.errors import ConfigError
 from hwtp.progress import progress
 from hwtp.rtl.design import Port, known_designs, load_design, search_path
+from hwtp.sim.cpus import usable_cpus
 
 
 def _port_text(p: Port) -> str:
@@ -73,7 +73,7 @@ def _patterns(values: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, .
     multiple=True,
     help=f"Files that are never RTL (testbenches). [{','.join(sources.DEFAULT_EXCLUDE)}]",
 )
-@click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default=True)
+@click.option("-j", "--jobs", type=click.IntRange(1), default=usable_cpus(), show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the reference plan (offline policy).")
 @click.option("--require-spec", is_flag=True, help="Reject designs without a spec.")
 @click.option("--allow-constant", is_flag=True, help="Keep designs whose outputs never change under random stimulus.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from hwtp.mutators.mutantset import MutantClass, MutantStatus
 from hwtp.mutators.sites import FRONTENDS
 from hwtp.plans.format import to_data
 from hwtp.progress import Tasks, reporting
+from hwtp.sim.cpus import usable_cpus
 
 
 def _line_range(text: str | None) -> tuple[int, int] | None:
@@ -110,7 +110,7 @@ def _line_range(text: str | None) -> tuple[int, int] | None:
     show_default=True,
     help="Formal check: CPU seconds per mutant (a wall-clock backstop of 10x + 30 s stops a stuck or starved Yosys).",
 )
-@click.option("-j", "--jobs", type=AT_LEAST_ONE, default=os.cpu_count() or 1, show_default=True)
+@click.option("-j", "--jobs", type=AT_LEAST_ONE, default=usable_cpus(), show_default=True)
 def mutate(
     design: str,
     top: str | None,

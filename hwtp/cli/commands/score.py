@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import click
@@ -25,6 +24,7 @@ from hwtp.plans.files import read_plans
 from hwtp.progress import progress
 from hwtp.scoring.scheme import make_scheme, with_reference
 from hwtp.scoring.score import Outcome, RewardLevels, ScoreConfig, Scores, score
+from hwtp.sim.cpus import usable_cpus
 from hwtp.sim.executors.choice import make_executor
 from hwtp.sim.job import Limits
 
@@ -74,7 +74,7 @@ def kill_matrix(scores: Scores) -> str:
 @click.option("--states", default="all", show_default=True, help="all, golden, or comma-separated mutant ids.")
 @click.option("--full-matrix", is_flag=True, help="Score plans from hwtp plan on every state too.")
 @click.option("--json", "json_out", type=OUTPUT_FILE, help="Write scores JSON here.")
-@click.option("-j", "--jobs", type=AT_LEAST_ONE, default=os.cpu_count() or 1, show_default=True)
+@click.option("-j", "--jobs", type=AT_LEAST_ONE, default=usable_cpus(), show_default=True)
 @click.option("--isolated", is_flag=True, help="Run each evaluation in its own simulator process.")
 @click.option(
     "--max-cycles", type=AT_LEAST_ONE, default=100_000, show_default=True, help="Simulated cycles per evaluation."
