@@ -2,7 +2,11 @@
 
 Workload: completions (random plans as a policy would write them, each for one state) of a
 small sequential design (default counter_en_load), with the ground truth an export carries
-({"design", "state", "mutant_set"}). A reward needs the plan's golden evaluation and its
+({"design", "state", "mutant_set"}). The timed batches score completions never scored before,
+each repetition its own, as a training run does; ``--warm`` other completions scored first
+(untimed) bring the plan reader's tables of steps and port values to where a run's are after
+its first few thousand completions (with this policy a completion then holds ~0.1-0.4 steps
+the reader has not seen, against ~6 in a run's first 640). A reward needs the plan's golden evaluation and its
 state's evaluation.
 
 Scorers (each turns a list of (ground truth, completion) into rewards; add one to SCORERS):
@@ -22,8 +26,10 @@ Scorers (each turns a list of (ground truth, completion) into rewards; add one t
 - warm pool, simulation only: the same pool with every plan compiled before the clock starts
   (what the workers deliver: queueing, the socket, the simulators).
 
-Reported, in one run: p50/p99 latency of a single completion; rewards/s for batches of 64,
-``--reps`` times (median and range); each scorer's ratio to the baseline; for the warm
+Reported, in one run: p50/p99 latency of a single completion; rewards/s for ``--batches``
+batches of 64, ``--reps`` times (median and range; 40 batches, 2,560 completions, make a
+repetition of the warm scorers last ~0.7 s on 2 cores: with 10, ~0.2 s, single repetitions
+scattered by twice as much); each scorer's ratio to the baseline; for the warm
 scorers, CPU per completion of the host process (the caller's thread and the pool's socket
 threads: reading, checking and compiling plans, the socket lines, the results) and of the
 simulator processes, and the share of the machine's CPU left idle during its batches (with
@@ -198,7 +204,7 @@ class Column:
 
     make: Callable[[Context], Scorer]
     slow: bool = False
-    primed: bool = False  # every batch is run once before the timed repetitions (else the first one)
+    primed: bool = False  # every timed batch is run once before the timed repetitions (else none)
 
 
 def workers_alone(ctx: Context) -> Scorer:
@@ -346,12 +352,21 @@ def _spread(values: list[float], digits: int = 0) -> str:
     return f"{f.format(statistics.median(values))} ({f.format(min(values))}–{f.format(max(values))})"
 
 
-def reading_ms(mutant_set: Any, items: Sequence[Item], reps: int) -> list[float]:
-    """CPU per completion of reading ``items`` as ``score_completions`` does (the response,
-    :class:`hwtp.plans.fastread.Reader`, the plan id), each repetition with a fresh reader."""
+def _batches(items: Sequence[Item], count: int, batch: int) -> list[list[Item]]:
+    """The first ``count`` batches of ``batch`` of ``items``."""
+    return [list(items[b * batch : (b + 1) * batch]) for b in range(count)]
+
+
+def reading_ms(mutant_set: Any, warm_items: Sequence[Item], reps: list[list[list[Item]]]) -> list[float]:
+    """CPU per completion of reading each repetition's completions as ``score_completions`` does
+    (the response, :class:`hwtp.plans.fastread.Reader`, the plan id), each repetition with a
+    fresh reader that has read ``warm_items`` first (untimed), as in the timed batches."""
     out = []
-    for _ in range(reps):
+    for chunks in reps:
         reader = fastread.Reader(mutant_set.design, ScoreConfig().limits.max_cycles)
+        for truth, text in warm_items:
+            reward_core._plan_input(text, truth["state"], None, reader)
+        items = [item for chunk in chunks for item in chunk]
         start = time.process_time()
         for truth, text in items:
             reward_core._plan_input(text, truth["state"], None, reader)
@@ -370,14 +385,21 @@ def main() -> None:
     parser.add_argument("--mutants", type=int, default=16, help="mutants to generate (hwtp mutate -n)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes per pool / score -j")
     parser.add_argument("--singles", type=int, default=200, help="single-completion calls per scorer")
-    parser.add_argument("--batches", type=int, default=10, help="batches per scorer")
+    parser.add_argument(
+        "--batches", type=int, default=40, help="batches per scorer and repetition (40 x 64: ~0.7 s on 2 cores)"
+    )
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--slow-singles", type=int, default=10, help="single calls of scorers that start a process")
     parser.add_argument("--slow-batches", type=int, default=2, help="batches of scorers that start a process")
     parser.add_argument("--baseline-batch", type=int, default=16, help="completions per batch for the baseline")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of the batches (median and range)")
+    parser.add_argument(
+        "--warm", type=int, default=2560, help="completions scored untimed before the batches (the reader's tables)"
+    )
     parser.add_argument("--only", action="append", help="run only the scorers whose name contains this")
     args = parser.parse_args()
+    if args.warm < args.batch:
+        parser.error(f"--warm {args.warm}: at least one batch ({args.batch}) starts the pools before the timed batches")
 
     with tempfile.TemporaryDirectory(prefix="hwtp-bench-rewards-") as tmp:
         folder = Path(tmp) / "mutants"
@@ -387,37 +409,44 @@ def main() -> None:
         mutantset.write(result, folder)
         ctx = Context(mutantset.load(folder), folder, args.workers)
         schemata_build(ctx.mutant_set)  # cached before anything is timed
-        items = completions(ctx.mutant_set, max(args.batch, args.singles), seed=7)
+        # The timed batches score completions never scored before, as training does: each
+        # repetition its own, after --warm others (untimed) have brought the reader's tables of
+        # steps and port values to where a run's are after its first few thousand completions.
+        per_rep = args.batch * args.batches
+        head = max(args.batch, args.singles)
+        pool = completions(ctx.mutant_set, head + args.warm + per_rep * args.reps, seed=7)
+        items, warm_items = pool[:head], pool[head : head + args.warm]
+        fresh = [_batches(pool[head + args.warm + r * per_rep :], args.batches, args.batch) for r in range(args.reps)]
         rows: dict[str, Measured] = {}
         gc.callbacks.append(_gc_watch)
         load_before = os.getloadavg()
         try:
-            timed: list[tuple[str, Scorer, list[list[Item]]]] = []
+            timed: list[tuple[str, Scorer]] = []
             for k, (name, column) in enumerate(SCORERS.items()):
                 if k and args.only and not any(word in name for word in args.only):
                     continue
                 run = column.make(ctx)
                 rows[name] = singles(run, items, args.slow_singles if column.slow else args.singles)
                 batch = args.baseline_batch if k == 0 else args.batch
-                count = 1 if k == 0 else args.slow_batches if column.slow else args.batches
-                chunks = [[items[(b * batch + i) % len(items)] for i in range(batch)] for b in range(count)]
                 rows[name].batch_size = batch
-                if column.primed:
-                    for chunk in chunks:
-                        run(chunk)
-                elif not column.slow:  # one batch first: the pools' processes started (single calls need one)
-                    run(chunks[0])
                 if column.slow:
+                    count = 1 if k == 0 else args.slow_batches
+                    chunks = _batches(items * (1 + count * batch // len(items)), count, batch)
                     _timed([functools.partial(run, c) for c in chunks], count * batch, None, rows[name])
-                else:
-                    timed.append((name, run, chunks))
-            for _ in range(args.reps):  # repetitions interleaved: each sees the same machine load
-                for name, run, chunks in timed:
-                    calls = [functools.partial(run, c) for c in chunks]
-                    _timed(calls, len(chunks) * len(chunks[0]), ctx.pids.get(name), rows[name])
-            read = reading_ms(
-                ctx.mutant_set, [items[i % len(items)] for i in range(args.batch * args.batches)], args.reps
-            )
+                    continue
+                # untimed: the pools' processes started (single calls need one) and the reader warm;
+                # the workers alone compile every batch's plans here
+                for chunk in _batches(warm_items, len(warm_items) // batch, batch):
+                    run(chunk)
+                if column.primed:
+                    for chunk in (c for chunks in fresh for c in chunks):
+                        run(chunk)
+                timed.append((name, run))
+            for rep in range(args.reps):  # repetitions interleaved: each sees the same machine load
+                for name, run in timed:
+                    calls = [functools.partial(run, c) for c in fresh[rep]]
+                    _timed(calls, per_rep, ctx.pids.get(name), rows[name])
+            read = reading_ms(ctx.mutant_set, warm_items, fresh)
         finally:
             for close in ctx.closers:
                 close()
