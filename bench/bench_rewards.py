@@ -56,12 +56,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from reps import add_reps_argument, interleaved
 
 from hwtp import rewards
 from hwtp.mutators import engine, mutantset
@@ -322,6 +323,18 @@ def _timed(calls: Sequence[Callable[[], Any]], done: int, pids: Callable[[], lis
         m.gc_ms.append(1000 * (_GC["full"] - gc0) / done)
 
 
+def _repetitions(
+    run: Scorer, reps: Iterator[list[list[Item]]], pids: Callable[[], list[int]] | None, m: Measured
+) -> Callable[[], None]:
+    """One call per repetition: the next repetition's batches of ``reps``, timed into ``m``."""
+
+    def one() -> None:
+        chunks = next(reps)
+        _timed([functools.partial(run, c) for c in chunks], sum(map(len, chunks)), pids, m)
+
+    return one
+
+
 def singles(run: Scorer, items: list[Item], count: int) -> Measured:
     """Latency of ``count`` single-completion calls (after a warm-up: builds cached, processes started)."""
     run(items[:2])
@@ -392,7 +405,7 @@ def main() -> None:
     parser.add_argument("--slow-singles", type=int, default=10, help="single calls of scorers that start a process")
     parser.add_argument("--slow-batches", type=int, default=2, help="batches of scorers that start a process")
     parser.add_argument("--baseline-batch", type=int, default=16, help="completions per batch for the baseline")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of the batches (median and range)")
+    add_reps_argument(parser)
     parser.add_argument(
         "--warm", type=int, default=2560, help="completions scored untimed before the batches (the reader's tables)"
     )
@@ -442,10 +455,10 @@ def main() -> None:
                     for chunk in (c for chunks in fresh for c in chunks):
                         run(chunk)
                 timed.append((name, run))
-            for rep in range(args.reps):  # repetitions interleaved: each sees the same machine load
-                for name, run in timed:
-                    calls = [functools.partial(run, c) for c in fresh[rep]]
-                    _timed(calls, per_rep, ctx.pids.get(name), rows[name])
+            # repetitions interleaved, the order reversed on every other one: each sees the same load
+            interleaved(
+                args.reps, {name: _repetitions(run, iter(fresh), ctx.pids.get(name), rows[name]) for name, run in timed}
+            )
             read = reading_ms(ctx.mutant_set, warm_items, fresh)
         finally:
             for close in ctx.closers:
