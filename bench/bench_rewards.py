@@ -6,8 +6,8 @@ small sequential design (default counter_en_load), with the ground truth an expo
 each repetition its own, as a training run does; ``--warm`` other completions scored first
 (untimed) bring the plan reader's tables of steps and port values to where a run's are after
 its first few thousand completions (with this policy a completion then holds ~0.1-0.4 steps
-the reader has not seen, against ~6 in a run's first 640). A reward needs the plan's golden evaluation and its
-state's evaluation.
+the reader has not seen, against ~6 in a run's first 640). A reward needs the plan's golden
+evaluation and its state's evaluation.
 
 Scorers (each turns a list of (ground truth, completion) into rewards; add one to SCORERS):
 
@@ -351,7 +351,7 @@ def measure(run: Scorer, items: list[Item], count: int, batches: int, batch: int
     """``count`` single calls (latency), then ``batches`` batches of ``batch`` (one rate): one
     repetition of one scorer, for benchmarks that alternate their own scorers (bench_schemes)."""
     m = singles(run, items, count)
-    chunks = [[items[(b * batch + i) % len(items)] for i in range(batch)] for b in range(batches)]
+    chunks = _batches(items, batches, batch)
     _timed([functools.partial(run, c) for c in chunks], batches * batch, None, m)
     m.batch_size = batch
     return m
@@ -366,8 +366,8 @@ def _spread(values: list[float], digits: int = 0) -> str:
 
 
 def _batches(items: Sequence[Item], count: int, batch: int) -> list[list[Item]]:
-    """The first ``count`` batches of ``batch`` of ``items``."""
-    return [list(items[b * batch : (b + 1) * batch]) for b in range(count)]
+    """``count`` batches of ``batch`` consecutive ``items``, starting over at the end."""
+    return [[items[(b * batch + i) % len(items)] for i in range(batch)] for b in range(count)]
 
 
 def reading_ms(mutant_set: Any, warm_items: Sequence[Item], reps: list[list[list[Item]]]) -> list[float]:
@@ -444,14 +444,13 @@ def main() -> None:
                 rows[name].batch_size = batch
                 if column.slow:
                     count = 1 if k == 0 else args.slow_batches
-                    chunks = _batches(items * (1 + count * batch // len(items)), count, batch)
+                    chunks = _batches(items, count, batch)
                     _timed([functools.partial(run, c) for c in chunks], count * batch, None, rows[name])
                     continue
-                # untimed: the pools' processes started (single calls need one) and the reader warm;
-                # the workers alone compile every batch's plans here
+                # untimed: the pools' processes started (single calls need one) and the reader warm
                 for chunk in _batches(warm_items, len(warm_items) // batch, batch):
                     run(chunk)
-                if column.primed:
+                if column.primed:  # the workers alone: every timed batch's plans compiled here
                     for chunk in (c for chunks in fresh for c in chunks):
                         run(chunk)
                 timed.append((name, run))
